@@ -1,0 +1,51 @@
+// swift-tools-version:6.2
+// Tools version 6.x means Swift 6 language mode: complete concurrency checking everywhere.
+import PackageDescription
+
+// InternalImportsByDefault is deliberately not enabled: it would force `public import Foundation`
+// in nearly every file for little gain; C types are kept out of public API by review instead.
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+func library(_ name: String, _ deps: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: deps, swiftSettings: settings)
+}
+func tests(_ name: String, _ deps: [Target.Dependency], resources: [Resource]? = nil) -> Target {
+    .testTarget(name: name, dependencies: deps, resources: resources, swiftSettings: settings)
+}
+
+let package = Package(
+    name: "canopy",
+    products: [
+        .executable(name: "canopy", targets: ["canopy"])
+    ],
+    targets: [
+        // C shims: Glibc does not export epoll/eventfd/timerfd; SQLite and OpenSSL come from Debian.
+        .systemLibrary(name: "CCanopyLinux"),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
+
+        library("CanopyCore", ["CCrypto"]),
+        library("CanopyNet", ["CanopyCore", "CCanopyLinux", "CCrypto"]),
+        library("CanopyStore", ["CanopyCore", "CSQLite"]),
+        library("CanopyRules", ["CanopyCore"]),
+        library("CanopyAuth", ["CanopyCore", "CCrypto"]),
+        library(
+            "CanopyServer",
+            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth"]
+        ),
+        .executableTarget(
+            name: "canopy",
+            dependencies: ["CanopyCore", "CanopyServer", "CanopyAuth", "CanopyRules", "CanopyStore", "CanopyNet"],
+            swiftSettings: settings
+        ),
+
+        tests("CanopyCoreTests", ["CanopyCore"]),
+        tests("CanopyNetTests", ["CanopyNet"]),
+        tests("CanopyStoreTests", ["CanopyStore"]),
+        tests("CanopyRulesTests", ["CanopyRules"]),
+        tests("CanopyAuthTests", ["CanopyAuth"]),
+        tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth"]),
+    ]
+)

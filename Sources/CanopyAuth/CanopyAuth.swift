@@ -1,0 +1,2 @@
+// CanopyAuth -- placeholder until the module lands.
+import CanopyCore

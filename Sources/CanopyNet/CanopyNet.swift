@@ -1,0 +1,2 @@
+// CanopyNet -- placeholder until the module lands.
+import CanopyCore

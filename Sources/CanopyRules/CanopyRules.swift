@@ -1,0 +1,2 @@
+// CanopyRules -- placeholder until the module lands.
+import CanopyCore

@@ -1,0 +1,2 @@
+// CanopyServer -- placeholder until the module lands.
+import CanopyCore

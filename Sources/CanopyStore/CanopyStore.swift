@@ -1,0 +1,2 @@
+// CanopyStore -- placeholder until the module lands.
+import CanopyCore

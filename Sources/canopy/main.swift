@@ -1,0 +1,2 @@
+// canopy -- the command-line entry point.
+print("canopy: not yet implemented")

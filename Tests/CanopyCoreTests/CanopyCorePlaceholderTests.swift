@@ -1,0 +1,5 @@
+import Testing
+
+@Suite struct CanopyCorePlaceholderTests {
+    @Test func builds() { #expect(Bool(true)) }
+}
