@@ -8,7 +8,7 @@ import Foundation
 #endif
 
 let commands: [any Command.Type] = [
-    Serve.self,
+    Serve.self, TokenCommand.self, RulesCommand.self,
 ]
 
 func printUsage() {
@@ -50,7 +50,7 @@ func runMain() async -> Int32 {
         writeStandardError("canopy: error: \(error.userMessage)\nUSAGE: \(command.usage)\n")
         return 64
     } catch let error as CommandFailure {
-        writeStandardError("canopy: error: \(error.userMessage)\n")
+        if !error.message.isEmpty { writeStandardError("canopy: error: \(error.userMessage)\n") }
         return error.exitCode
     } catch let error as any CanopyError {
         writeStandardError("canopy: error: \(error.userMessage)\n")
