@@ -25,6 +25,9 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let registry = try NamespaceRegistry(configuration: configuration, loop: loop)
         let context = ServerContext(configuration: configuration, credentials: credentials, registry: registry)
         self.context = context
+        let hub = RealtimeHub(context: context, loop: loop)
+        context.realtime = hub
+        registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
         let server = try HTTPServer(

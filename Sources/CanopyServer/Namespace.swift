@@ -180,14 +180,14 @@ public final class Namespace {
 private final class TreeBuilder {
     final class Entry {
         // Keyed by exact UTF-8 bytes: Swift String equality would merge canonically equivalent keys.
-        var children: [ExactKey: Entry] = [:]
+        var children: [JSONKey: Entry] = [:]
         var order: [String] = []
         var leaf: JSONValue?
         var priority: JSONValue?
         func child(_ key: String) -> Entry {
-            if let existing = children[ExactKey(key)] { return existing }
+            if let existing = children[JSONKey(key)] { return existing }
             let created = Entry()
-            children[ExactKey(key)] = created
+            children[JSONKey(key)] = created
             order.append(key)
             return created
         }
@@ -216,17 +216,8 @@ private final class TreeBuilder {
         var members: [JSONMember] = []
         members.reserveCapacity(entry.order.count + 1)
         if let priority = entry.priority { members.append(JSONMember(".priority", priority)) }
-        for key in entry.order { members.append(JSONMember(key, json(entry.children[ExactKey(key)]!))) }
+        for key in entry.order { members.append(JSONMember(key, json(entry.children[JSONKey(key)]!))) }
         return .object(members)
     }
 }
 
-/// A dictionary key compared by exact UTF-8 bytes.
-struct ExactKey: Hashable {
-    let text: String
-    init(_ text: String) { self.text = text }
-    static func == (a: ExactKey, b: ExactKey) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
-    func hash(into hasher: inout Hasher) {
-        for byte in text.utf8 { hasher.combine(byte) }
-    }
-}

@@ -11,7 +11,7 @@ extension RESTHandler {
             try realtime.startEventStream(request, responder)
             return
         }
-        let query = try parseQuery(request.params)
+        let query = try QuerySpec.fromRESTChecked(request.params)
         let shallow = request.params["shallow"] == "true"
         if shallow && query != nil {
             throw RESTError(400, "Mixing 'shallow' and querying parameters is not supported")
@@ -62,14 +62,6 @@ extension RESTHandler {
             namespace.whenDurable { _ in respond() }
         } else {
             respond()
-        }
-    }
-
-    func parseQuery(_ params: [String: String]) throws -> QuerySpec? {
-        do {
-            return try QuerySpec.fromREST(params)
-        } catch {
-            throw RESTError(400, error.userMessage)
         }
     }
 
