@@ -43,7 +43,7 @@ final class StreamGroup {
                 if value === before.node(at: target) { continue }
                 let rel = target.relative(to: path) ?? .root
                 out += EventStream.format("put", ["path": .string(rel.description), "data": value.json()])
-            } else if changed.isAncestorOrEqual(of: path), !sentRoot {
+            } else if changed.isAncestorOrSelf(of: path), !sentRoot {
                 sentRoot = true
                 out += EventStream.format("put", ["path": "/", "data": new.json()])
             }

@@ -186,7 +186,7 @@ extension RESTHandler {
     /// A multi-path update may not name a path and one of its descendants (`{"a": 1, "a/b": 2}`).
     static func checkNoOverlap(_ paths: [Path]) throws {
         let sorted = paths.sorted { $0.segments.lexicographicallyPrecedes($1.segments) }
-        for (a, b) in zip(sorted, sorted.dropFirst()) where a.isAncestorOrEqual(of: b) {
+        for (a, b) in zip(sorted, sorted.dropFirst()) where a.isAncestorOrSelf(of: b) {
             throw RESTError(400, "Invalid data; path \(a) is an ancestor of (or the same as) \(b) in one update.")
         }
     }
