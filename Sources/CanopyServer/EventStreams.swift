@@ -1,6 +1,6 @@
-// EventStreams -- REST streaming (Server-Sent Events): `GET` with `Accept: text/event-stream`.
+// EventStreams -- listen groups and REST streaming (Server-Sent Events) framing.
 //
-// Wire format (firebase-protocol.md §2.9): `event: <name>\ndata: <json>\n\n`, LF-only. The first event is a
+// SSE wire format (firebase-protocol.md §2.9): `event: <name>\ndata: <json>\n\n`, LF-only. The first event is a
 // `put` at "/" with the whole value; later changes at or below the location are `put`s with the path relative to
 // it; a change above it is a `put` at "/" with the location's new value. `keep-alive` (data `null`) every 30 s;
 // `cancel` (a JSON string) when the rules stop granting the read; `auth_revoked` (bare text) when the token expires.
@@ -8,47 +8,67 @@
 import CanopyCore
 import CanopyNet
 
-/// Listeners sharing one (namespace, location, query): each event is serialized once for all of them.
-final class StreamGroup {
+/// Listeners sharing one (namespace, location, query): each change is computed and serialized once for all of
+/// them, per transport.
+final class ListenGroup {
     let namespace: Namespace
     let path: Path
+    /// nil for a default listen (the whole subtree); a filtering query otherwise.
     let query: QuerySpec?
-    var streams: [EventStream] = []
+    let key: String
+    var sse: [EventStream] = []
+    var wire: [WireListen] = []
 
-    init(namespace: Namespace, path: Path, query: QuerySpec?) {
+    init(namespace: Namespace, path: Path, query: QuerySpec?, key: String) {
         self.namespace = namespace
         self.path = path
         self.query = query
+        self.key = key
     }
 
-    /// The SSE bytes for one committed batch, or nil when nothing this group sees changed.
-    func events(before: Node, after: Node, changedPaths: [Path]) -> [UInt8]? {
+    var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
+
+    /// The value a new listener starts with.
+    func currentValue(in root: Node) -> Node {
+        let node = root.node(at: path)
+        return query.map { $0.window(of: node) } ?? node
+    }
+
+    /// The updates this group's listeners must receive for one committed batch, as (absolute path, new value)
+    /// overwrites in commit order; empty when nothing they see changed.
+    func updates(before: Node, after: Node, changedPaths: [Path]) -> [(path: Path, value: Node)] {
         let old = before.node(at: path)
         let new = after.node(at: path)
-        if old === new { return nil }
-        if let query, !query.loadsAllData {
-            let oldWindow = query.window(of: old)
+        if old === new { return [] }
+        if let query {
             let newWindow = query.window(of: new)
-            if oldWindow == newWindow { return nil }
-            return EventStream.format("put", ["path": "/", "data": newWindow.json()])
+            return query.window(of: old) == newWindow ? [] : [(path, newWindow)]
         }
-        var out: [UInt8] = []
-        var sentRoot = false
+        var out: [(path: Path, value: Node)] = []
         var previous: Path?
         for changed in changedPaths where changed != previous {
             previous = changed
-            if let relative = changed.relative(to: path) {
-                let target = relative.lastKey == ".priority" ? (changed.parent ?? changed) : changed
-                let value = after.node(at: target)
-                if value === before.node(at: target) { continue }
-                let rel = target.relative(to: path) ?? .root
-                out += EventStream.format("put", ["path": .string(rel.description), "data": value.json()])
-            } else if changed.isAncestorOrSelf(of: path), !sentRoot {
-                sentRoot = true
-                out += EventStream.format("put", ["path": "/", "data": new.json()])
+            if changed.isAncestorOrSelf(of: path) {
+                // A write at or above the location: the whole location, once.
+                return [(path, new)]
             }
+            guard path.isAncestor(of: changed) else { continue }
+            let target = changed.isPriorityPath ? (changed.parent ?? changed) : changed
+            let value = after.node(at: target)
+            if value === before.node(at: target) { continue }
+            out.append((target, value))
         }
-        return out.isEmpty ? nil : out
+        return out
+    }
+
+    /// SSE bytes for a list of updates (paths relative to the location, plain JSON).
+    func sseBytes(_ updates: [(path: Path, value: Node)]) -> [UInt8] {
+        var out: [UInt8] = []
+        for update in updates {
+            let relative = update.path.relative(to: path) ?? .root
+            out += EventStream.format("put", ["path": .string(relative.description), "data": update.value.json()])
+        }
+        return out
     }
 }
 
@@ -58,7 +78,7 @@ final class EventStream {
     let identity: Identity
     var keepAlive: TimerHandle?
     var expiry: TimerHandle?
-    weak var group: StreamGroup?
+    weak var group: ListenGroup?
 
     init(stream: HTTPStream, identity: Identity) {
         self.stream = stream

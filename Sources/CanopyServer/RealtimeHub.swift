@@ -3,13 +3,14 @@
 import CanopyCore
 import CanopyNet
 
-/// All realtime subscriptions of a daemon. Loop-confined.
+/// All realtime subscriptions of a daemon: SSE streams and WebSocket listens. Loop-confined.
 final class RealtimeHub: RealtimeService {
     unowned let context: ServerContext
     let loop: EventLoop
-    private var trees: [ObjectIdentifier: ListenerTree<StreamGroup>] = [:]
+    private var trees: [ObjectIdentifier: ListenerTree<ListenGroup>] = [:]
     /// Groups by namespace, location and query, so equal subscriptions share serialization.
-    private var groupsByKey: [String: StreamGroup] = [:]
+    private var groupsByKey: [String: ListenGroup] = [:]
+    private var sessions: [ObjectIdentifier: WireSession] = [:]
     private let logger = Logger(label: "canopy.realtime")
     /// Interval between SSE keep-alive events.
     var keepAliveMilliseconds: Int64 = 30_000
@@ -27,10 +28,35 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
-    func handles(_ request: HTTPRequest) -> Bool { false }
+    // MARK: - WebSocket
+
+    func handles(_ request: HTTPRequest) -> Bool { request.path == "/.ws" }
 
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        responder.respond(.error(RESTError(404, "Not found.")))
+        var params: [String: String] = [:]
+        for item in request.query { params[item.name] = item.value }
+        let handler = RESTHandler(context: context)
+        let name: String
+        let namespace: Namespace
+        do {
+            name = try handler.namespaceName(request, params: params)
+            guard let ns = try context.namespace(name, create: true) else { throw RESTError(500, "no namespace") }
+            namespace = ns
+        } catch let error as RESTError {
+            responder.respond(.error(error))
+            return
+        } catch {
+            responder.respond(.error(RESTError(400, "\(error)")))
+            return
+        }
+        guard let socket = responder.upgradeToWebSocket(request) else { return }
+        let session = WireSession(hub: self, namespace: namespace, socket: socket)
+        sessions[ObjectIdentifier(session)] = session
+        session.start(host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+    }
+
+    func sessionClosed(_ session: WireSession) {
+        sessions[ObjectIdentifier(session)] = nil
     }
 
     // MARK: - SSE
@@ -40,12 +66,9 @@ final class RealtimeHub: RealtimeService {
         guard let namespace = try context.namespace(request.namespaceName, create: true) else {
             throw RESTError(500, "Namespace unavailable.")
         }
-        let decision = namespace.policy.decide(
-            AccessRequest(
-                identity: request.identity, namespace: namespace.name, path: request.path,
-                operation: .read(query: query), oldRoot: namespace.root, newRoot: nil, now: request.now))
-        guard decision.allowed else { throw RESTError.permissionDenied }
-
+        guard allowed(request.identity, read: request.path, query: query, in: namespace) else {
+            throw RESTError.permissionDenied
+        }
         let http = responder.startStream(
             status: 200,
             headers: [
@@ -53,17 +76,17 @@ final class RealtimeHub: RealtimeService {
                 ("Access-Control-Allow-Origin", "*"),
             ])
         let subscriber = EventStream(stream: http, identity: request.identity)
-        let group = self.group(namespace: namespace, path: request.path, query: query)
-        subscriber.group = group
-        group.streams.append(subscriber)
         http.onClose = { [weak self, weak subscriber] in
             guard let self, let subscriber else { return }
             self.remove(subscriber)
         }
-        let snapshot = namespace.root.node(at: request.path)
-        namespace.whenDurable { _ in
-            let value = query.map { $0.window(of: snapshot) } ?? snapshot
-            http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
+        let snapshot = namespace.root
+        namespace.whenDurable { [weak self] _ in
+            guard let self, !http.isClosed else { return }
+            let group = self.group(namespace: namespace, path: request.path, query: query)
+            subscriber.group = group
+            group.sse.append(subscriber)
+            http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: snapshot).json()]))
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {
@@ -74,7 +97,6 @@ final class RealtimeHub: RealtimeService {
                 self.close(subscriber)
             }
         }
-        logger.debug("sse.open", ["ns": namespace.name, "path": request.path.description])
     }
 
     private func scheduleKeepAlive(_ subscriber: EventStream) {
@@ -86,34 +108,13 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
-    private func group(namespace: Namespace, path: Path, query: QuerySpec?) -> StreamGroup {
-        let key = "\(namespace.name)\u{0}\(path)\u{0}\(query?.wireObject().serialized() ?? "")"
-        if let existing = groupsByKey[key] { return existing }
-        let created = StreamGroup(namespace: namespace, path: path, query: query)
-        groupsByKey[key] = created
-        tree(for: namespace).insert(created, at: path)
-        return created
-    }
-
-    private func tree(for namespace: Namespace) -> ListenerTree<StreamGroup> {
-        let id = ObjectIdentifier(namespace)
-        if let existing = trees[id] { return existing }
-        let created = ListenerTree<StreamGroup>()
-        trees[id] = created
-        return created
-    }
-
     private func remove(_ subscriber: EventStream) {
         subscriber.keepAlive?.cancel()
         subscriber.expiry?.cancel()
         guard let group = subscriber.group else { return }
         subscriber.group = nil
-        group.streams.removeAll { $0 === subscriber }
-        if group.streams.isEmpty {
-            let key = "\(group.namespace.name)\u{0}\(group.path)\u{0}\(group.query?.wireObject().serialized() ?? "")"
-            groupsByKey[key] = nil
-            tree(for: group.namespace).remove(group, at: group.path)
-        }
+        group.sse.removeAll { $0 === subscriber }
+        release(group)
     }
 
     private func close(_ subscriber: EventStream) {
@@ -121,38 +122,74 @@ final class RealtimeHub: RealtimeService {
         subscriber.stream.close()
     }
 
+    // MARK: - groups
+
+    /// The shared group for (namespace, path, query), created on first use.
+    func group(namespace: Namespace, path: Path, query: QuerySpec?) -> ListenGroup {
+        let key = "\(namespace.name)\u{0}\(path)\u{0}\(query?.wireObject().serialized() ?? "")"
+        if let existing = groupsByKey[key] { return existing }
+        let created = ListenGroup(namespace: namespace, path: path, query: query, key: key)
+        groupsByKey[key] = created
+        tree(for: namespace).insert(created, at: path)
+        return created
+    }
+
+    /// Forgets a group once its last listener left.
+    func release(_ group: ListenGroup) {
+        guard group.isEmpty, groupsByKey[group.key] === group else { return }
+        groupsByKey[group.key] = nil
+        tree(for: group.namespace).remove(group, at: group.path)
+    }
+
+    private func tree(for namespace: Namespace) -> ListenerTree<ListenGroup> {
+        let id = ObjectIdentifier(namespace)
+        if let existing = trees[id] { return existing }
+        let created = ListenerTree<ListenGroup>()
+        trees[id] = created
+        return created
+    }
+
+    /// Whether `identity` may read `path` (through `query`) in `namespace` now.
+    func allowed(_ identity: Identity, read path: Path, query: QuerySpec?, in namespace: Namespace) -> Bool {
+        namespace.policy.decide(
+            AccessRequest(
+                identity: identity, namespace: namespace.name, path: path, operation: .read(query: query),
+                oldRoot: namespace.root, newRoot: nil, now: context.configuration.clock.nowMilliseconds())
+        ).allowed
+    }
+
     // MARK: - fan-out
 
     private func committed(_ namespace: Namespace, before: Node, after: Node, changedPaths: [Path]) {
         guard let tree = trees[ObjectIdentifier(namespace)] else { return }
         var seen = Set<ObjectIdentifier>()
-        var affected: [StreamGroup] = []
         for path in changedPaths {
             for group in tree.groups(overlapping: path) where seen.insert(ObjectIdentifier(group)).inserted {
-                affected.append(group)
-            }
-        }
-        for group in affected {
-            guard let bytes = group.events(before: before, after: after, changedPaths: changedPaths) else { continue }
-            for subscriber in group.streams { subscriber.stream.send(bytes) }
-        }
-    }
-
-    func rulesChanged(in namespace: Namespace) {
-        guard let tree = trees[ObjectIdentifier(namespace)] else { return }
-        let now = context.configuration.clock.nowMilliseconds()
-        for group in tree.allGroups() {
-            for subscriber in group.streams {
-                let decision = namespace.policy.decide(
-                    AccessRequest(
-                        identity: subscriber.identity, namespace: namespace.name, path: group.path,
-                        operation: .read(query: group.query), oldRoot: namespace.root, newRoot: nil, now: now))
-                if !decision.allowed {
-                    subscriber.stream.send(EventStream.format("cancel", "Permission denied"))
-                    close(subscriber)
+                let updates = group.updates(before: before, after: after, changedPaths: changedPaths)
+                if updates.isEmpty { continue }
+                if !group.sse.isEmpty {
+                    let bytes = group.sseBytes(updates)
+                    for subscriber in group.sse { subscriber.stream.send(bytes) }
+                }
+                if !group.wire.isEmpty {
+                    let messages = WireSession.dataMessagePrefixes(updates)
+                    for listen in group.wire { listen.session?.push(messages, tag: listen.tag) }
                 }
             }
         }
+    }
+
+    /// The namespace's rules changed: cancel every subscription that may no longer read.
+    func rulesChanged(in namespace: Namespace) {
+        guard let tree = trees[ObjectIdentifier(namespace)] else { return }
+        for group in tree.allGroups() {
+            for subscriber in group.sse
+            where !allowed(subscriber.identity, read: group.path, query: group.query, in: namespace) {
+                subscriber.stream.send(EventStream.format("cancel", "Permission denied"))
+                close(subscriber)
+            }
+        }
+        for session in sessions.values where session.namespace === namespace { session.recheckListens() }
     }
 }
 
