@@ -268,7 +268,8 @@ final class WireSession {
             return
         }
         if let expected = body["h"]?.stringValue, old.node(at: path).hash != expected {
-            reply(r, "datastale", "Transaction hash does not match")
+            // Reply after pending commits were pushed, so the client retries with the current data.
+            namespace.whenDurable { [weak self] _ in self?.reply(r, "datastale", "Transaction hash does not match") }
             return
         }
         let newRoot = old.setting(node, at: path)
