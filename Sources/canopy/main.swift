@@ -8,7 +8,7 @@ import Foundation
 #endif
 
 let commands: [any Command.Type] = [
-    Serve.self, TokenCommand.self, RulesCommand.self,
+    Serve.self, TokenCommand.self, RulesCommand.self, BenchCommand.self,
 ]
 
 func printUsage() {
