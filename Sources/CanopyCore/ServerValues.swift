@@ -133,12 +133,12 @@ public enum ServerValues {
     /// `current + delta` with Firebase's increment rules (see the file header).
     static func increment(_ current: JSONValue?, by delta: JSONValue) -> JSONValue {
         switch (current, delta) {
-        case let (.int(a)?, .int(b)):
+        case (.int(let a)?, .int(let b)):
             let (sum, overflow) = a.addingReportingOverflow(b)
             return overflow ? .double(Double(a) + Double(b)) : .int(sum)
-        case let (.int(a)?, .double(b)): return .double(Double(a) + b)
-        case let (.double(a)?, .int(b)): return .double(a + Double(b))
-        case let (.double(a)?, .double(b)): return .double(a + b)
+        case (.int(let a)?, .double(let b)): return .double(Double(a) + b)
+        case (.double(let a)?, .int(let b)): return .double(a + Double(b))
+        case (.double(let a)?, .double(let b)): return .double(a + b)
         default: return delta
         }
     }

@@ -46,7 +46,8 @@ import Testing
 
     @Test func incrementReadsNestedLocations() throws {
         let root = try Node.from(json: ["a": ["b": ["c": 10]]])
-        let out = try ServerValues.resolve(["c": increment(1), "d": increment(1)], at: Path(segments: ["a", "b"]),
+        let out = try ServerValues.resolve(
+            ["c": increment(1), "d": increment(1)], at: Path(segments: ["a", "b"]),
             in: root, now: now)
         #expect(out == ["c": 11, "d": 1])
         let arrays = try ServerValues.resolve([increment(1)], at: .root, in: try Node.from(json: ["0": 4]), now: now)
@@ -57,7 +58,8 @@ import Testing
         let out = try ServerValues.resolve([".sv": "timestamp", ".priority": 3], at: .root, in: .empty, now: now)
         #expect(out == [".value": .int(now), ".priority": 3])
         #expect(try Node.from(json: out).priority == 3)
-        let priority = try ServerValues.resolve(["a": [".value": 1, ".priority": increment(1)]], at: .root,
+        let priority = try ServerValues.resolve(
+            ["a": [".value": 1, ".priority": increment(1)]], at: .root,
             in: Node.from(json: ["a": [".value": 0, ".priority": 10]]), now: now)
         #expect(priority == ["a": [".value": 1, ".priority": 11]])
         let priorityPath = try Path(parsing: "/p/.priority", allowPriorityLeaf: true)
@@ -65,7 +67,8 @@ import Testing
     }
 
     @Test func valueWrapperResolvesAtTheNodeItself() throws {
-        let out = try ServerValues.resolve(["i": [".value": increment(1), ".priority": 1]], at: .root,
+        let out = try ServerValues.resolve(
+            ["i": [".value": increment(1), ".priority": 1]], at: .root,
             in: tree(), now: now)
         #expect(out == ["i": [".value": 41, ".priority": 1]])
     }
