@@ -15,7 +15,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
-        try DataDirectory.prepare(configuration.dataDirectory)
+        _ = try DataDirectory(path: configuration.dataDirectory)
         credentials = try Credentials(configuration: configuration)
         loop = try EventLoop()
     }

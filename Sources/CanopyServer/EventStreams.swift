@@ -17,7 +17,12 @@ final class ListenGroup {
     let query: QuerySpec?
     let key: String
     var sse: [EventStream] = []
+    #if CANOPY_WEBSOCKET
     var wire: [WireListen] = []
+    var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
+    #else
+    var isEmpty: Bool { sse.isEmpty }
+    #endif
 
     init(namespace: Namespace, path: Path, query: QuerySpec?, key: String) {
         self.namespace = namespace
@@ -25,8 +30,6 @@ final class ListenGroup {
         self.query = query
         self.key = key
     }
-
-    var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
 
     /// The value a new listener starts with.
     func currentValue(in root: Node) -> Node {

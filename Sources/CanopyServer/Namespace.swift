@@ -154,70 +154,24 @@ public final class Namespace {
             prefix = prefix.child(key)
         }
         var out: [StoreMutation] = [.deleteSubtree(path: region.segments)]
-        appendPuts(after.node(at: region), at: region.segments, into: &out)
-        return out
-    }
-
-    private static func appendPuts(_ node: Node, at path: [String], into out: inout [StoreMutation]) {
-        if node.isEmpty { return }
-        if node.isLeaf {
-            out.append(.putLeaf(path: path, value: node.value ?? .null, priority: node.priority))
-            return
+        after.node(at: region).forEachRecord(under: region.segments) { record in
+            switch record {
+            case .leaf(let path, let value, let priority): out.append(.putLeaf(path: path, value: value, priority: priority))
+            case .priority(let path, let priority): out.append(.putPriority(path: path, priority: priority))
+            }
         }
-        if let priority = node.priority { out.append(.putPriority(path: path, priority: priority)) }
-        for (key, child) in node.children { appendPuts(child, at: path + [key], into: &out) }
+        return out
     }
 
     /// Rebuilds the tree from the store's rows (called at start-up and after a failed commit).
     static func load(from store: NamespaceStore) throws -> Node {
-        let builder = TreeBuilder()
-        try store.loadAll { entry in builder.add(entry) }
-        return try Node.from(json: builder.exportJSON())
+        let builder = NodeBuilder()
+        try store.loadAll { entry in
+            switch entry.kind {
+            case .leaf: try builder.add(.leaf(path: entry.path, value: entry.value, priority: entry.priority))
+            case .priority: try builder.add(.priority(path: entry.path, priority: entry.value))
+            }
+        }
+        return builder.build()
     }
 }
-
-/// Assembles stored rows into one export-format JSON value, so the tree is built in one pass.
-private final class TreeBuilder {
-    final class Entry {
-        // Keyed by exact UTF-8 bytes: Swift String equality would merge canonically equivalent keys.
-        var children: [JSONKey: Entry] = [:]
-        var order: [String] = []
-        var leaf: JSONValue?
-        var priority: JSONValue?
-        func child(_ key: String) -> Entry {
-            if let existing = children[JSONKey(key)] { return existing }
-            let created = Entry()
-            children[JSONKey(key)] = created
-            order.append(key)
-            return created
-        }
-    }
-    let top = Entry()
-
-    func add(_ entry: StoredEntry) {
-        var node = top
-        for key in entry.path { node = node.child(key) }
-        switch entry.kind {
-        case .leaf:
-            node.leaf = entry.value
-            node.priority = entry.priority
-        case .priority:
-            node.priority = entry.value
-        }
-    }
-
-    func exportJSON() -> JSONValue { json(top) }
-
-    private func json(_ entry: Entry) -> JSONValue {
-        if let leaf = entry.leaf {
-            guard let priority = entry.priority else { return leaf }
-            return .object([JSONMember(".value", leaf), JSONMember(".priority", priority)])
-        }
-        var members: [JSONMember] = []
-        members.reserveCapacity(entry.order.count + 1)
-        if let priority = entry.priority { members.append(JSONMember(".priority", priority)) }
-        for key in entry.order { members.append(JSONMember(key, json(entry.children[JSONKey(key)]!))) }
-        return .object(members)
-    }
-}
-

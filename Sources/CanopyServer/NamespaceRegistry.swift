@@ -10,6 +10,7 @@ public final class NamespaceRegistry {
     private let configuration: ServerConfiguration
     private let loop: EventLoop
     private var open: [String: Namespace] = [:]
+    private let directory: DataDirectory
     /// Rules every namespace starts with when it has none of its own (from `--rules`, else admin-only).
     private let defaultRules: (policy: any AccessPolicy, source: String?)
     private let logger = Logger(label: "canopy.server")
@@ -19,6 +20,7 @@ public final class NamespaceRegistry {
     init(configuration: ServerConfiguration, loop: EventLoop) throws {
         self.configuration = configuration
         self.loop = loop
+        self.directory = try DataDirectory(path: configuration.dataDirectory)
         if let file = configuration.rulesFile {
             let source = try readTextFile(file)
             do {
@@ -35,7 +37,7 @@ public final class NamespaceRegistry {
     /// The namespace called `name`, opened (or created when `create`) on first use; nil if it does not exist.
     public func namespace(_ name: String, create: Bool) throws -> Namespace? {
         if let existing = open[name] { return existing }
-        let file = try DataDirectory.fileURL(for: name, in: configuration.dataDirectory)
+        let file = try directory.storePath(for: name)
         if !create && !fileExists(file) { return nil }
         let store = try NamespaceStore(
             path: file, options: StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal))

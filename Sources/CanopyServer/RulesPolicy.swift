@@ -43,11 +43,17 @@ extension RuleQuery {
         case .child(let path): orderByChild = path.segments.joined(separator: "/")
         }
         if spec.index != .key { orderByKey = false }
-        startAt = spec.startValue
-        endAt = spec.endValue
-        equalTo = spec.equalValue
-        limitToFirst = spec.limitToFirst
-        limitToLast = spec.limitToLast
+        if let start = spec.start, let end = spec.end, start.value == end.value, start.isInclusive, end.isInclusive {
+            equalTo = start.value
+        } else {
+            startAt = spec.start?.value
+            endAt = spec.end?.value
+        }
+        switch spec.limit {
+        case .first(let n)?: limitToFirst = n
+        case .last(let n)?: limitToLast = n
+        case nil: break
+        }
     }
 }
 

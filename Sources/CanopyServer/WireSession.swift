@@ -6,6 +6,7 @@
 // piece count followed by the pieces. A connection's requests are handled strictly in order: writes and reads
 // wait for durability through their namespace, and replies are sent in request order.
 
+#if CANOPY_WEBSOCKET
 import CanopyCore
 import CanopyNet
 
@@ -479,3 +480,4 @@ final class WireSession {
         return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     }
 }
+#endif
