@@ -128,6 +128,7 @@ extension RuleValue {
         case (.bool(let x), .bool(let y)): return x == y
         case (.number(let x), .number(let y)): return x == y
         case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.json(let x), .json(let y)): return x == y
         case (.snapshot, _), (_, .snapshot), (.query, _), (_, .query):
             throw EvaluationError(location: at, reason: "cannot compare \(a.typeName) with \(b.typeName)")
         default: return false
@@ -172,29 +173,6 @@ extension RuleValue {
     static func format(_ d: Double) -> String {
         if d.isNaN { return "NaN" }
         if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
-        if d == 0 { return "0" }
-        if d.rounded() == d && abs(d) < 1e18 { return String(Int64(d)) }
-        let sign = d < 0 ? "-" : ""
-        let text = abs(d).description  // shortest round-trip digits, e.g. "1.5e-07" or "123.25"
-        let parts = text.split(separator: "e")
-        let mantissa = parts[0]
-        let exponent = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-        var digits = Array(mantissa.filter { $0 != "." })
-        var n = (mantissa.firstIndex(of: ".").map { mantissa.distance(from: mantissa.startIndex, to: $0) }
-            ?? mantissa.count) + exponent
-        while digits.count > 1 && digits.first == "0" {
-            digits.removeFirst()
-            n -= 1
-        }
-        while digits.count > 1 && digits.last == "0" { digits.removeLast() }
-        let k = digits.count
-        let all = String(digits)
-        if k <= n && n <= 21 { return sign + all + String(repeating: "0", count: n - k) }
-        if 0 < n && n <= 21 { return sign + String(digits[0..<n]) + "." + String(digits[n...]) }
-        if -6 < n && n <= 0 { return sign + "0." + String(repeating: "0", count: -n) + all }
-        let e = n - 1
-        let exp = (e >= 0 ? "e+" : "e-") + String(abs(e))
-        if k == 1 { return sign + all + exp }
-        return sign + String(digits[0]) + "." + String(digits[1...]) + exp
+        return JSONNumberFormat.text(d)
     }
 }

@@ -26,7 +26,7 @@ extension RegexProgram {
             if !anchoredStart { addThread(0, to: &next, stack: &stack) }
             swap(&current, &next)
             if current.hasMatch && !anchoredEnd { return true }
-            if current.threads.isEmpty && anchoredStart { return false }
+            if current.threads.isEmpty && anchoredStart && !current.hasMatch { return false }
         }
         return current.hasMatch
     }

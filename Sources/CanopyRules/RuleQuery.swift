@@ -4,7 +4,7 @@ import CanopyCore
 /// The parameters of a query, as `.read` rules see them through `query.*` (security-rules.md §9).
 ///
 /// A plain read with no query is `RuleQuery.plain`: ordered by key, everything else unset.
-public struct RuleQuery: Sendable {
+public struct RuleQuery: Sendable, Equatable {
     public var orderByKey: Bool
     public var orderByPriority: Bool
     public var orderByValue: Bool
