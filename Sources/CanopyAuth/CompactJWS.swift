@@ -66,7 +66,8 @@ struct CompactJWS {
     private static func object(_ bytes: [UInt8], _ what: String) throws(JWTError) -> JSONValue {
         let value: JSONValue
         do {
-            value = try JSONValue.parse(bytes, options: JSONParseOptions(maxDepth: maximumDepth, maxBytes: maximumBytes))
+            value = try JSONValue.parse(
+                bytes, options: JSONParseOptions(maxDepth: maximumDepth, maxBytes: maximumBytes))
         } catch {
             throw .malformed("\(what) is not valid JSON (\(error.reason))")
         }

@@ -22,10 +22,10 @@ enum JWKSet {
             throw .invalidKey("JWK set is not valid JSON (\(error.userMessage))")
         }
         let entries: [JSONValue]
-        if let list = document[key: "keys"] {
+        if let list = document["keys"] {
             guard let array = list.arrayValue else { throw .invalidKey("JWK set member 'keys' is not an array") }
             entries = array
-        } else if document[key: "kty"] != nil {
+        } else if document["kty"] != nil {
             entries = [document]
         } else {
             throw .invalidKey("JWK set has no 'keys' array")
@@ -63,7 +63,7 @@ enum JWKSet {
     private static func string(_ jwk: JSONValue, _ name: String, _ index: Int, required: Bool = false)
         throws(JWTError) -> String?
     {
-        guard let value = jwk[key: name] else {
+        guard let value = jwk[name] else {
             if required { throw .invalidKey("JWK \(index) has no '\(name)'") }
             return nil
         }

@@ -59,7 +59,8 @@ public enum SecretFile {
         guard info.st_mode & S_IFMT == S_IFREG else { throw SecretFileError(path: path, reason: "not a regular file") }
         guard info.st_mode & 0o077 == 0 else {
             throw SecretFileError(
-                path: path, reason: "readable or writable by group or others (mode \(octal(info.st_mode & 0o777))); "
+                path: path,
+                reason: "readable or writable by group or others (mode \(octal(info.st_mode & 0o777))); "
                     + "run chmod 600 on it")
         }
         var buffer = [UInt8](repeating: 0, count: maximumFileBytes + 1)

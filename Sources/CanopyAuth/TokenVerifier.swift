@@ -64,8 +64,8 @@ public struct TokenVerifier: Sendable {
     /// - Throws: ``JWTError`` saying which check failed; never crashes on any input.
     public func verify(_ token: String) throws(JWTError) -> VerifiedToken {
         let jws = try CompactJWS(token)
-        guard let alg = jws.header[key: "alg"]?.stringValue else { throw .malformed("header has no string 'alg'") }
-        guard jws.header[key: "crit"] == nil else { throw .malformed("header has a 'crit' extension") }
+        guard let alg = jws.header["alg"]?.stringValue else { throw .malformed("header has no string 'alg'") }
+        guard jws.header["crit"] == nil else { throw .malformed("header has a 'crit' extension") }
         let algorithm: JWTAlgorithm?
         if alg == "none" {
             guard allowUnsigned else { throw JWTError(.algorithmNotAllowed, "unsigned tokens (alg none) are refused") }
@@ -90,7 +90,7 @@ public struct TokenVerifier: Sendable {
             throw JWTError(.algorithmNotAllowed, "no key is configured for alg \(algorithm.rawValue)")
         }
         var candidates = pinned
-        if let kidValue = jws.header[key: "kid"] {
+        if let kidValue = jws.header["kid"] {
             guard let kid = kidValue.stringValue else { throw .malformed("header 'kid' is not a string") }
             let named = pinned.filter { $0.kid.map { Array($0.utf8) == Array(kid.utf8) } ?? false }
             candidates = named.isEmpty ? pinned.filter { $0.kid == nil } : named
@@ -119,7 +119,7 @@ public struct TokenVerifier: Sendable {
         if let audience {
             let wanted = Array(audience.utf8)
             let matches: Bool
-            switch claims[key: "aud"] {
+            switch claims["aud"] {
             case .string(let aud)?: matches = Array(aud.utf8) == wanted
             case .array(let list)?: matches = list.contains { $0.stringValue.map { Array($0.utf8) == wanted } ?? false }
             default: matches = false
@@ -127,7 +127,7 @@ public struct TokenVerifier: Sendable {
             guard matches else { throw JWTError(.audienceMismatch, "'aud' does not name this database") }
         }
         if let issuer {
-            guard let iss = claims[key: "iss"]?.stringValue, Array(iss.utf8) == Array(issuer.utf8) else {
+            guard let iss = claims["iss"]?.stringValue, Array(iss.utf8) == Array(issuer.utf8) else {
                 throw JWTError(.issuerMismatch, "'iss' is not the configured issuer")
             }
         }
@@ -135,7 +135,7 @@ public struct TokenVerifier: Sendable {
 
     /// A NumericDate claim (seconds since the epoch) if present; a non-number is malformed.
     static func numericDate(_ claims: JSONValue, _ name: String) throws(JWTError) -> Double? {
-        guard let value = claims[key: name] else { return nil }
+        guard let value = claims[name] else { return nil }
         guard let seconds = value.doubleValue, seconds.isFinite else {
             throw .malformed("claim '\(name)' is not a number")
         }
@@ -146,7 +146,9 @@ public struct TokenVerifier: Sendable {
     private static func printable(_ text: String) -> String {
         let plain =
             text.utf8.count <= 16
-            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+            && text.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            }
         return plain ? "'\(text)'" : "(unprintable)"
     }
 }

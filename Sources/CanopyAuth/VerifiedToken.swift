@@ -20,20 +20,20 @@ public struct VerifiedToken: Sendable {
     /// the last two). Non-string and empty values are skipped.
     public var uid: String? {
         for name in ["uid", "sub", "user_id"] {
-            if let value = claims[key: name]?.stringValue, !value.isEmpty { return value }
+            if let value = claims[name]?.stringValue, !value.isEmpty { return value }
         }
         return nil
     }
 
     /// When the token expires, in milliseconds since the epoch (`exp` × 1000), if it has `exp`.
     public var expiresAt: Int64? {
-        guard let seconds = claims[key: "exp"]?.doubleValue, seconds.isFinite else { return nil }
+        guard let seconds = claims["exp"]?.doubleValue, seconds.isFinite else { return nil }
         let milliseconds = (seconds * 1000).rounded(.down)
         return milliseconds >= 9.2e18 ? Int64.max : milliseconds <= -9.2e18 ? Int64.min : Int64(milliseconds)
     }
 
     /// Whether the `admin` claim is `true` (the claim `canopy token mint --admin` sets).
-    public var isAdmin: Bool { claims[key: "admin"]?.boolValue == true }
+    public var isAdmin: Bool { claims["admin"]?.boolValue == true }
 
     /// Whether the token may be used on `namespace`, according to its `ns` claim.
     ///
@@ -42,7 +42,7 @@ public struct VerifiedToken: Sendable {
     /// Names compare by exact UTF-8 bytes.
     public func allows(namespace: String) -> Bool {
         let wanted = Array(namespace.utf8)
-        switch claims[key: "ns"] {
+        switch claims["ns"] {
         case nil:
             return true
         case .string(let name)?:
@@ -64,7 +64,7 @@ public struct VerifiedToken: Sendable {
     /// `provider` is the `firebase.sign_in_provider` claim when it is a string, else `"custom"`;
     /// `uid` is ``uid`` or null. Claims stay under `token` (rules read `auth.token.tierId`).
     public var rulesAuth: JSONValue {
-        let provider = claims[key: "firebase"]?[key: "sign_in_provider"]?.stringValue ?? "custom"
+        let provider = claims["firebase"]?["sign_in_provider"]?.stringValue ?? "custom"
         return .object([
             JSONMember("uid", uid.map(JSONValue.string) ?? .null),
             JSONMember("provider", .string(provider)),

@@ -5,10 +5,11 @@ import Testing
 @testable import CanopyAuth
 
 @Suite struct DurationTests {
-    @Test(arguments: [
-        ("8h", 28_800), ("30m", 1_800), ("45s", 45), ("2d", 172_800), ("3600", 3_600), ("0", 0),
-        ("1h30m", 5_400), ("1d2h3m4s", 93_784), ("007s", 7),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("8h", 28_800), ("30m", 1_800), ("45s", 45), ("2d", 172_800), ("3600", 3_600), ("0", 0),
+            ("1h30m", 5_400), ("1d2h3m4s", 93_784), ("007s", 7),
+        ] as [(String, Int64)])
     func accepted(text: String, seconds: Int64) {
         #expect(parseDuration(text) == seconds)
     }
