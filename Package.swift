@@ -31,13 +31,16 @@ let package = Package(
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
+        library("CanopyPublish", ["CanopyCore"]),
         library(
             "CanopyServer",
-            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth"]
+            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish"]
         ),
         .executableTarget(
             name: "canopy",
-            dependencies: ["CanopyCore", "CanopyServer", "CanopyAuth", "CanopyRules", "CanopyStore", "CanopyNet"],
+            dependencies: [
+                "CanopyCore", "CanopyServer", "CanopyAuth", "CanopyRules", "CanopyStore", "CanopyNet", "CanopyPublish",
+            ],
             swiftSettings: settings
         ),
 
@@ -46,6 +49,7 @@ let package = Package(
         tests("CanopyStoreTests", ["CanopyStore"]),
         tests("CanopyRulesTests", ["CanopyRules"]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
+        tests("CanopyPublishTests", ["CanopyPublish"]),
         tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth"]),
     ]
 )

@@ -246,7 +246,7 @@ import Testing
 }
 
 /// A small deterministic PRNG so fuzz failures reproduce.
-struct SplitMix64 {
+struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

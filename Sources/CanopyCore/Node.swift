@@ -1,0 +1,169 @@
+// Node -- the immutable data tree: a leaf (bool, number, string) or a sorted list of non-empty children.
+//
+// Representation: a node is either empty, a leaf holding one primitive, or an internal node holding its children
+// as one contiguous array sorted by `compareKeys` (Firebase key order). Lookups binary-search that array, so
+// `child(_:)` costs O(log n) key comparisons. Every node may carry a priority (a string or a finite number);
+// empty nodes never do. Invariants, kept by every initializer: children are non-empty, their keys are distinct
+// and strictly increasing, and a leaf has no children.
+//
+// Updates (`Node+Update.swift`) return new trees that share every untouched subtree with the old one: a write
+// at depth d copies the d nodes along the path, and each copy costs O(its child count) for the array copy.
+//
+// A node is `Sendable` and never changes; snapshots cross threads freely. The wire hash (`Node+Hash.swift`)
+// is computed on first use and cached under a per-node mutex.
+
+import Synchronization
+
+/// An immutable node of the data tree.
+///
+/// ```swift
+/// let tree = try Node.from(json: .object([JSONMember("a", .int(1))]))
+/// let updated = tree.setting(Node(leaf: .string("x")), at: Path(segments: ["b", "c"]))
+/// updated.node(at: Path(segments: ["b"])).childCount  // 1
+/// ```
+public final class Node: Sendable {
+    /// The primitive of a leaf; nil for internal and empty nodes.
+    let leafValue: JSONValue?
+    /// The priority: `.string`, `.int` or `.double`; nil when none.
+    let priorityValue: JSONValue?
+    /// Children in Firebase key order; empty for leaves and the empty node.
+    let entries: [(key: String, node: Node)]
+    /// The wire hash, filled on first use.
+    let hashCache = Mutex<String?>(nil)
+
+    /// The empty node (`null`): no value, no children, no priority.
+    public static let empty = Node(validatedLeaf: nil, priority: nil, entries: [])
+
+    /// Trusted initializer: callers guarantee the invariants listed at the top of this file.
+    init(validatedLeaf: JSONValue?, priority: JSONValue?, entries: [(key: String, node: Node)]) {
+        let isEmpty = validatedLeaf == nil && entries.isEmpty
+        self.leafValue = validatedLeaf
+        self.priorityValue = isEmpty ? nil : priority
+        self.entries = entries
+    }
+
+    /// Creates a leaf.
+    ///
+    /// - Parameters:
+    ///   - leaf: A boolean, finite number or string. `.null` makes an empty node. Objects and arrays are
+    ///     programmer errors; build those with `Node.from(json:at:)` or `init(children:priority:)`.
+    ///   - priority: A string, finite number, or nil/`.null` for none.
+    public convenience init(leaf: JSONValue, priority: JSONValue? = nil) {
+        switch leaf {
+        case .null:
+            self.init(validatedLeaf: nil, priority: nil, entries: [])
+        case .bool, .int, .string:
+            self.init(validatedLeaf: leaf, priority: Node.checkedPriority(priority), entries: [])
+        case .double(let d):
+            precondition(d.isFinite, "Node leaves must be finite numbers")
+            self.init(validatedLeaf: leaf, priority: Node.checkedPriority(priority), entries: [])
+        case .array, .object:
+            preconditionFailure("Node(leaf:) needs a primitive; use Node.from(json:) for objects and arrays")
+        }
+    }
+
+    /// Creates an internal node from children in any order. Empty children are dropped.
+    ///
+    /// - Parameters:
+    ///   - children: Key/node pairs. Keys must be valid (`Key.isValid`) and distinct (programmer error otherwise).
+    ///   - priority: A string, finite number, or nil/`.null` for none. Ignored when no child remains.
+    public convenience init(children: some Sequence<(key: String, node: Node)>, priority: JSONValue? = nil) {
+        var list = children.filter { !$0.node.isEmpty }
+        list.sort { compareKeys($0.key, $1.key) < 0 }
+        for i in list.indices.dropFirst() {
+            precondition(compareKeys(list[i - 1].key, list[i].key) != 0, "Node(children:) got a duplicate key")
+        }
+        self.init(validatedLeaf: nil, priority: Node.checkedPriority(priority), entries: list)
+    }
+
+    static func checkedPriority(_ priority: JSONValue?) -> JSONValue? {
+        switch priority {
+        case nil, .null?: return nil
+        case .string?, .int?: return priority
+        case .double(let d)?:
+            precondition(d.isFinite, "priorities must be finite numbers")
+            return priority
+        default: preconditionFailure("a priority must be a string or a number")
+        }
+    }
+
+    /// Whether this is the empty node (`null`).
+    public var isEmpty: Bool { leafValue == nil && entries.isEmpty }
+    /// Whether this is a leaf (a boolean, number or string).
+    public var isLeaf: Bool { leafValue != nil }
+    /// The primitive of a leaf (`.bool`, `.int`, `.double` or `.string`); nil for internal and empty nodes.
+    public var value: JSONValue? { leafValue }
+    /// The priority (`.string`, `.int` or `.double`), or nil when there is none.
+    public var priority: JSONValue? { priorityValue }
+    /// The number of children (0 for leaves).
+    public var childCount: Int { entries.count }
+    /// Whether the node has at least one child.
+    public var hasChildren: Bool { !entries.isEmpty }
+    /// The children in Firebase key order (`compareKeys`).
+    public var children: [(key: String, node: Node)] { entries }
+    /// The keys of the children in Firebase key order.
+    public var childKeys: [String] { entries.map(\.key) }
+
+    /// The child named `key`, or `.empty` when absent. `.priority` returns the priority as a leaf.
+    public func child(_ key: String) -> Node {
+        if let i = index(of: key) { return entries[i].node }
+        if sameKey(key, Key.priority), let p = priorityValue { return Node(validatedLeaf: p, priority: nil, entries: []) }
+        return .empty
+    }
+
+    /// Whether a child named `key` exists.
+    public func hasChild(_ key: String) -> Bool { index(of: key) != nil }
+
+    /// The node at `path` below this one, or `.empty`.
+    public func node(at path: Path) -> Node {
+        var node = self
+        for key in path.segments {
+            node = node.child(key)
+            if node.isEmpty { return .empty }
+        }
+        return node
+    }
+
+    /// The position of child `key` in `entries`, by binary search.
+    func index(of key: String) -> Int? {
+        let slot = insertionIndex(of: key)
+        return slot.found ? slot.index : nil
+    }
+
+    /// Where `key` is or would be inserted in `entries`.
+    func insertionIndex(of key: String) -> (index: Int, found: Bool) {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            let c = compareKeys(entries[mid].key, key)
+            if c == 0 { return (mid, true) }
+            if c < 0 { low = mid + 1 } else { high = mid }
+        }
+        return (low, false)
+    }
+}
+
+extension Node: Equatable {
+    /// Structural equality: same leaf value (numbers compared numerically, strings by exact bytes), same
+    /// priority, same keys (exact bytes) with equal children. Identical instances short-cut.
+    public static func == (a: Node, b: Node) -> Bool {
+        if a === b { return true }
+        guard primitivesEqual(a.leafValue, b.leafValue), primitivesEqual(a.priorityValue, b.priorityValue),
+            a.entries.count == b.entries.count
+        else { return false }
+        for (x, y) in zip(a.entries, b.entries) {
+            guard sameKey(x.key, y.key), x.node == y.node else { return false }
+        }
+        return true
+    }
+}
+
+/// Equality of two optional primitives: numbers numerically (`.int(1) == .double(1)`), strings by exact bytes.
+func primitivesEqual(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+    switch (a, b) {
+    case (nil, nil): return true
+    case let (x?, y?): return comparePrimitives(x, y) == 0
+    default: return false
+    }
+}

@@ -1,0 +1,2 @@
+// CanopyPublish -- placeholder until the module lands.
+import CanopyCore

@@ -1,0 +1,73 @@
+// NodeHashTests -- the Firebase wire hash (§3.10) against worked vectors and hand-computed SHA-1 texts.
+
+import Testing
+
+@testable import CanopyCore
+
+@Suite struct NodeHashTests {
+    @Test func emptyHashAndETag() {
+        #expect(Node.empty.hash == "")
+        #expect(Node.empty.etag == "null_etag")
+    }
+
+    @Test(arguments: [
+        (JSONValue.int(10), "+r5aI9HvKKagELki8SYKBk0q7D4="),
+        (.int(1), "YPVfR2bXt/lcDjiQZ8pOkAd3qkQ="),
+        (.double(1.0), "YPVfR2bXt/lcDjiQZ8pOkAd3qkQ="),
+        (.bool(true), "E5z61QM0lN/U2WsOnusszCTkR8M="),
+    ])
+    func documentedLeafVectors(_ json: JSONValue, _ expected: String) throws {
+        #expect(try node(json).hash == expected)
+    }
+
+    @Test func documentedTreeVectors() throws {
+        let b = obj((".value", .string("x")), (".priority", .int(5)))
+        #expect(try node(b).hash == "r7F6VPxCzGOC+y8S8XLO1QeQxfY=")
+        #expect(try node(obj(("a", .int(1)), ("b", b), ("c", .bool(true)))).hash == "lCvRW0WPLtqcHviu5R5w0vNIx/4=")
+        #expect(
+            try node(obj(("a", .int(1)), ("b", b), (".priority", .string("p")))).hash
+                == "jnVTxAqgGAsbUdh/tnmD3KsKS3Y=")
+        #expect(try node(obj(("a", .int(1)), ("10", .int(1)), ("2", .int(1)))).hash == "3Cw5i6/5RxJXNXczNNSVapD1KU4=")
+    }
+
+    @Test func leafTextsByHand() throws {
+        #expect(try node(.string("hello")).hash == Hash.sha1Base64("string:hello"))
+        #expect(try node(.bool(false)).hash == Hash.sha1Base64("boolean:false"))
+        #expect(try node(.double(0.1)).hash == Hash.sha1Base64("number:3fb999999999999a"))
+        #expect(try node(.double(-2.5)).hash == Hash.sha1Base64("number:c004000000000000"))
+        #expect(try node(.int(0)).hash == Hash.sha1Base64("number:0000000000000000"))
+        #expect(try node(.double(-0.0)).hash == Hash.sha1Base64("number:8000000000000000"))
+        let withStringPriority = try node(obj((".value", .double(2.5)), (".priority", .string("high"))))
+        #expect(withStringPriority.hash == Hash.sha1Base64("priority:string:high:number:4004000000000000"))
+    }
+
+    @Test func priorityOrderOfChildren() throws {
+        // No priority first (key order), then numeric priorities, then string priorities, ties by key.
+        let tree = try node(
+            obj(
+                ("a", obj((".value", .int(1)), (".priority", .string("s")))),
+                ("b", obj((".value", .int(1)), (".priority", .int(2)))),
+                ("c", obj((".value", .int(1)), (".priority", .double(1.5)))),
+                ("d", .int(1)),
+                ("e", obj((".value", .int(1)), (".priority", .int(2))))))
+        let order = ["d", "c", "b", "e", "a"]
+        let text = order.map { ":\($0):" + tree.child($0).hash }.joined()
+        #expect(tree.hash == Hash.sha1Base64(text))
+        #expect(tree.childrenInPriorityOrder().map(\.key) == order)
+    }
+
+    @Test func hashChangesWithData() throws {
+        let a = try node(obj(("x", .int(1))))
+        #expect(a.hash != a.setting(Node(leaf: .int(2)), at: Path(segments: ["x"])).hash)
+        #expect(a.hash != a.withPriority(.int(1)).hash)
+        #expect(a.etag == a.hash)
+        #expect(a.hash.utf8.count == 28)
+        // Cached values are stable.
+        #expect(a.hash == a.hash)
+    }
+
+    @Test func sha1Vector() {
+        // SHA-1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d.
+        #expect(Hash.sha1Base64("abc") == "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
+    }
+}

@@ -1,0 +1,127 @@
+// NodeJSONTests -- JSON input validation (keys, depth, sizes, metadata) and plain/export output of nodes.
+
+import Testing
+
+@testable import CanopyCore
+
+@Suite struct NodeJSONTests {
+    @Test func nullLikeInputIsEmpty() throws {
+        for json: JSONValue in [.null, obj(), arr(), obj(("a", .null)), obj(("a", obj())), arr(.null, .null),
+            obj((".priority", .int(1))), obj(("a", obj(("b", arr()))))]
+        {
+            #expect(try node(json).isEmpty, "\(render(json))")
+        }
+    }
+
+    @Test func arraysBecomeIndexedChildren() throws {
+        let n = try node(arr(.string("a"), .null, .string("c")))
+        #expect(n.childKeys == ["0", "2"])
+        #expect(render(n.json()) == "[\"a\",null,\"c\"]")
+        #expect(render(n.json(export: true)) == "{\"0\":\"a\",\"2\":\"c\"}")
+    }
+
+    @Test(arguments: [
+        (obj(("0", .string("a")), ("2", .string("c"))), "[\"a\",null,\"c\"]"),
+        (obj(("3", .string("x"))), "{\"3\":\"x\"}"),
+        (obj(("0", .int(1)), ("1", .int(2))), "[1,2]"),
+        (obj(("1", .int(1))), "[null,1]"),
+        (obj(("2", .int(1))), "{\"2\":1}"),
+        (obj(("1", .int(1)), ("3", .int(3))), "[null,1,null,3]"),
+        (obj(("1", .int(1)), ("4", .int(4))), "{\"1\":1,\"4\":4}"),
+        (obj(("01", .int(1))), "{\"01\":1}"),
+        (obj(("0", .int(1)), ("-1", .int(1))), "{\"-1\":1,\"0\":1}"),
+        (obj(("0", .int(1)), ("a", .int(1))), "{\"0\":1,\"a\":1}"),
+        (obj(("0", .int(0)), ("10", .int(10)), ("5", .int(5)), ("7", .int(7)), ("9", .int(9))),
+         "{\"0\":0,\"5\":5,\"7\":7,\"9\":9,\"10\":10}"),
+        (obj(("0", .int(0)), ("9999999999999999999999", .int(1))), "{\"0\":0,\"9999999999999999999999\":1}"),
+    ])
+    func arrayHeuristic(_ json: JSONValue, _ expected: String) throws {
+        #expect(render(try node(json).json()) == expected)
+    }
+
+    @Test func exportRoundTrip() throws {
+        // firebase-protocol.md §2.5.
+        let exported = obj(
+            (".priority", .string("p")), ("b", obj((".value", .int(1)), (".priority", .int(5)))), ("c", .string("x")))
+        let n = try node(exported)
+        #expect(render(n.priority) == "\"p\"")
+        #expect(render(n.child("b").priority) == "5")
+        #expect(render(n.json()) == "{\"b\":1,\"c\":\"x\"}")
+        #expect(render(n.json(export: true)) == render(exported))
+        #expect(try node(n.json(export: true)) == n)
+    }
+
+    @Test func valueWrapperForms() throws {
+        #expect(render(try node(obj((".value", .bool(true)))).value) == "true")
+        #expect(try node(obj((".value", .null), (".priority", .int(1)))).isEmpty)
+        #expect(throws: DataError(.invalidValueWrapper, atText: "/")) {
+            try node(obj((".value", .int(1)), ("a", .int(2))))
+        }
+        #expect(throws: DataError(.invalidValueWrapper, atText: "/x")) {
+            try Node.from(json: obj((".value", obj(("a", .int(1))))), at: Path(segments: ["x"]))
+        }
+    }
+
+    @Test func refusesBadKeysAndMetadata() throws {
+        #expect(throws: DataError(.invalidKey, atText: "/a")) { try node(obj(("a", obj(("b$", .int(1)))))) }
+        #expect(throws: DataError(.invalidKey, atText: "/")) { try node(obj((".foo", .int(1)))) }
+        #expect(throws: DataError(.invalidKey, atText: "/")) { try node(obj(("", .int(1)))) }
+        #expect(throws: DataError(.unresolvedServerValue, atText: "/a")) {
+            try node(obj(("a", obj((".sv", .string("timestamp"))))))
+        }
+        #expect(throws: DataError(.duplicateKey, atText: "/")) { try node(obj(("a", .int(1)), ("a", .int(2)))) }
+        #expect(throws: DataError(.invalidPriority, atText: "/.priority")) {
+            try node(obj(("a", .int(1)), (".priority", .bool(true))))
+        }
+        #expect(throws: DataError(.invalidPriority, atText: "/a/.priority")) {
+            try node(obj(("a", obj((".value", .int(1)), (".priority", obj()))))) 
+        }
+    }
+
+    @Test func refusesBadLeaves() {
+        #expect(throws: DataError(.invalidNumber, atText: "/n")) { try node(obj(("n", .double(.nan)))) }
+        #expect(throws: DataError(.invalidNumber, atText: "/0")) { try node(arr(.double(.infinity))) }
+        let big = String(repeating: "x", count: Node.maxStringBytes + 1)
+        #expect(throws: DataError(.stringTooLarge, atText: "/s")) { try node(obj(("s", .string(big)))) }
+        let limit = String(repeating: "x", count: Node.maxStringBytes)
+        #expect((try? node(obj(("s", .string(limit))))) != nil)
+    }
+
+    /// Nests `levels` single-key objects around a leaf.
+    private func nested(_ levels: Int) -> JSONValue {
+        var json: JSONValue = .int(1)
+        for _ in 0..<levels { json = obj(("k", json)) }
+        return json
+    }
+
+    @Test func depthLimitCountsFromTheRoot() throws {
+        #expect(try node(nested(32)).node(at: Path(segments: Array(repeating: "k", count: 32))).isLeaf)
+        #expect(throws: DataError.self) { try node(nested(33)) }
+        let at30 = Path(segments: Array(repeating: "p", count: 30))
+        #expect((try? Node.from(json: nested(2), at: at30)) != nil)
+        #expect(throws: DataError.self) { try Node.from(json: nested(3), at: at30) }
+        do {
+            _ = try Node.from(json: nested(3), at: at30)
+        } catch {
+            #expect(error.kind == .tooDeep)
+            #expect(error.path == at30.description + "/k/k/k")
+        }
+        // Metadata keys count as segments, as the clients count them.
+        let at31 = Path(segments: Array(repeating: "p", count: 31))
+        #expect(throws: DataError.self) {
+            try Node.from(json: obj(("k", obj((".value", .int(1)), (".priority", .int(1))))), at: at31)
+        }
+    }
+
+    @Test func shallow() throws {
+        let n = try node(obj(("a", obj(("x", .int(1)))), ("b", .int(2))))
+        #expect(render(n.shallowJSON()) == "{\"a\":true,\"b\":true}")
+        #expect(render(n.child("b").shallowJSON()) == "2")
+        #expect(render(Node.empty.shallowJSON()) == "null")
+    }
+
+    @Test func integersStayIntegers() throws {
+        let n = try node(obj(("i", .int(42)), ("d", .double(0.5))))
+        #expect(render(n.json()) == "{\"d\":0.5d,\"i\":42}")
+    }
+}
