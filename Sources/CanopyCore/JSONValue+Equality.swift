@@ -13,7 +13,7 @@ extension JSONValue: Equatable {
         case (.int(let a), .int(let b)): return a == b
         case (.double(let a), .double(let b)): return a == b
         case (.int(let a), .double(let b)), (.double(let b), .int(let a)): return Int64(exactly: b) == a
-        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.string(let a), .string(let b)): return JSONKey.bytesEqual(a, b)
         case (.array(let a), .array(let b)): return a == b
         case (.object(let a), .object(let b)): return membersEqual(a, b)
         default: return false
