@@ -14,6 +14,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <errno.h>
+#include <sys/syscall.h>
 
 static inline int ccanopy_errno(void) { return errno; }
+// accept4 is only declared under _GNU_SOURCE, which the Swift Glibc module does not define.
+static inline int ccanopy_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
+    return (int)syscall(SYS_accept4, fd, addr, len, flags);
+}
 #endif

@@ -111,7 +111,7 @@ func compareKeyBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<U
     let ai = aMaybeInt ? Key.integerValue(bytes: a) : nil
     let bi = bMaybeInt ? Key.integerValue(bytes: b) : nil
     switch (ai, bi) {
-    case let (x?, y?):
+    case (let x?, let y?):
         if x != y { return x < y ? -1 : 1 }
         if a.count != b.count { return a.count < b.count ? -1 : 1 }
         return compareUTF16Bytes(a, b)

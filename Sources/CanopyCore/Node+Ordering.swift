@@ -10,7 +10,7 @@
 /// priority index (the priorities as leaves, `.empty` for none).
 public func compareIndexValues(_ a: Node, _ b: Node) -> Int {
     switch (a.leafValue, b.leafValue) {
-    case let (x?, y?):
+    case (let x?, let y?):
         return comparePrimitives(x, y)
     case (.some, nil):
         return b.isEmpty ? 1 : -1
@@ -45,12 +45,12 @@ private func indexRank(_ v: JSONValue?) -> Int {
 /// Compares two primitives (bool, number, string) in Firebase order. Non-primitives rank after strings.
 func comparePrimitives(_ a: JSONValue, _ b: JSONValue) -> Int {
     switch (a, b) {
-    case let (.bool(x), .bool(y)): return x == y ? 0 : (x ? 1 : -1)
-    case let (.string(x), .string(y)): return compareUTF16(x, y)
-    case let (.int(x), .int(y)): return x == y ? 0 : (x < y ? -1 : 1)
-    case let (.double(x), .double(y)): return x == y ? 0 : (x < y ? -1 : 1)
-    case let (.int(x), .double(y)): return compareIntToDouble(x, y)
-    case let (.double(x), .int(y)): return -compareIntToDouble(y, x)
+    case (.bool(let x), .bool(let y)): return x == y ? 0 : (x ? 1 : -1)
+    case (.string(let x), .string(let y)): return compareUTF16(x, y)
+    case (.int(let x), .int(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+    case (.double(let x), .double(let y)): return x == y ? 0 : (x < y ? -1 : 1)
+    case (.int(let x), .double(let y)): return compareIntToDouble(x, y)
+    case (.double(let x), .int(let y)): return -compareIntToDouble(y, x)
     default:
         let ra = indexRank(a)
         let rb = indexRank(b)

@@ -107,7 +107,9 @@ public final class Node: Sendable {
     /// The child named `key`, or `.empty` when absent. `.priority` returns the priority as a leaf.
     public func child(_ key: String) -> Node {
         if let i = index(of: key) { return entries[i].node }
-        if sameKey(key, Key.priority), let p = priorityValue { return Node(validatedLeaf: p, priority: nil, entries: []) }
+        if sameKey(key, Key.priority), let p = priorityValue {
+            return Node(validatedLeaf: p, priority: nil, entries: [])
+        }
         return .empty
     }
 
@@ -163,7 +165,7 @@ extension Node: Equatable {
 func primitivesEqual(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
     switch (a, b) {
     case (nil, nil): return true
-    case let (x?, y?): return comparePrimitives(x, y) == 0
+    case (let x?, let y?): return comparePrimitives(x, y) == 0
     default: return false
     }
 }

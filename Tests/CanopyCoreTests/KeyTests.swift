@@ -84,8 +84,9 @@ import Testing
         let alphabet: [Character] = ["a", "b", "0", "-", "é", "\u{D7FF}", "\u{E000}", "\u{FFFD}", "😀", "𝄞", "日"]
         var rng = SeededGenerator(seed: 42)
         for _ in 0..<2000 {
-            let a = String((0..<Int.random(in: 0...4, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
-            let b = String((0..<Int.random(in: 0...4, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+            let lengths = (Int.random(in: 0...4, using: &rng), Int.random(in: 0...4, using: &rng))
+            let a = String((0..<lengths.0).map { _ in alphabet.randomElement(using: &rng)! })
+            let b = String((0..<lengths.1).map { _ in alphabet.randomElement(using: &rng)! })
             let expected: Int =
                 Array(a.utf16).lexicographicallyPrecedes(Array(b.utf16))
                 ? -1 : (Array(a.utf16) == Array(b.utf16) ? 0 : 1)

@@ -6,9 +6,10 @@ import Testing
 
 @Suite struct NodeJSONTests {
     @Test func nullLikeInputIsEmpty() throws {
-        for json: JSONValue in [.null, obj(), arr(), obj(("a", .null)), obj(("a", obj())), arr(.null, .null),
-            obj((".priority", .int(1))), obj(("a", obj(("b", arr()))))]
-        {
+        for json: JSONValue in [
+            .null, obj(), arr(), obj(("a", .null)), obj(("a", obj())), arr(.null, .null),
+            obj((".priority", .int(1))), obj(("a", obj(("b", arr())))),
+        ] {
             #expect(try node(json).isEmpty, "\(render(json))")
         }
     }
@@ -31,8 +32,10 @@ import Testing
         (obj(("01", .int(1))), "{\"01\":1}"),
         (obj(("0", .int(1)), ("-1", .int(1))), "{\"-1\":1,\"0\":1}"),
         (obj(("0", .int(1)), ("a", .int(1))), "{\"0\":1,\"a\":1}"),
-        (obj(("0", .int(0)), ("10", .int(10)), ("5", .int(5)), ("7", .int(7)), ("9", .int(9))),
-         "{\"0\":0,\"5\":5,\"7\":7,\"9\":9,\"10\":10}"),
+        (
+            obj(("0", .int(0)), ("10", .int(10)), ("5", .int(5)), ("7", .int(7)), ("9", .int(9))),
+            "{\"0\":0,\"5\":5,\"7\":7,\"9\":9,\"10\":10}"
+        ),
         (obj(("0", .int(0)), ("9999999999999999999999", .int(1))), "{\"0\":0,\"9999999999999999999999\":1}"),
     ])
     func arrayHeuristic(_ json: JSONValue, _ expected: String) throws {
@@ -74,7 +77,7 @@ import Testing
             try node(obj(("a", .int(1)), (".priority", .bool(true))))
         }
         #expect(throws: DataError(.invalidPriority, atText: "/a/.priority")) {
-            try node(obj(("a", obj((".value", .int(1)), (".priority", obj()))))) 
+            try node(obj(("a", obj((".value", .int(1)), (".priority", obj())))))
         }
     }
 

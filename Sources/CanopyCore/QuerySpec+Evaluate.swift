@@ -1,0 +1,120 @@
+// QuerySpec+Evaluate -- running a query over a node's children (firebase-protocol.md §3.9, steps 1–4).
+//
+// 1. Each child gets an index value: its priority (priority index), itself (value index), the node at the
+//    child path (child index); the key index orders by key alone.
+// 2. A child is kept when start ≤ (indexValue, key) ≤ end, comparing index values with `compareIndexValues`
+//    and ties with the bound's name (strict where a bound is exclusive).
+// 3. With a limit, the first or last n kept children in index order remain.
+// 4. The result holds the kept children (full subtrees, in key order) and no top-level priority.
+// Cost: O(n) for the range filter, plus O(m log m) to order the m children in range when a limit or
+// `orderedChildren` needs index order (key index: no sort, the children already are in key order).
+
+extension QuerySpec {
+    /// The index value of one child (unused with the key index).
+    public func indexValue(of child: Node) -> Node {
+        switch index {
+        case .priority: child.priorityValue.map { Node(validatedLeaf: $0, priority: nil, entries: []) } ?? .empty
+        case .value: child
+        case .child(let path): child.node(at: path)
+        case .key: .empty
+        }
+    }
+
+    /// Orders two children (index value, then key): negative, zero or positive.
+    public func compareChildren(_ a: (key: String, node: Node), _ b: (key: String, node: Node)) -> Int {
+        if case .key = index { return compareKeys(a.key, b.key) }
+        let c = compareIndexValues(indexValue(of: a.node), indexValue(of: b.node))
+        return c != 0 ? c : compareKeys(a.key, b.key)
+    }
+
+    /// The children of `node` in this query's index order (all of them: no range, no limit).
+    public func orderedChildren(of node: Node) -> [(key: String, node: Node)] {
+        sortedByIndex(node.entries)
+    }
+
+    /// The query result for `node`: the children in range and within the limit, without `node`'s priority.
+    ///
+    /// A query that loads all data returns `node` unchanged. Any other query on a leaf returns `.empty`.
+    public func window(of node: Node) -> Node {
+        if loadsAllData { return node }
+        if node.entries.isEmpty { return .empty }
+        let bounds = EvaluationBounds(self)
+        var kept = node.entries.filter { bounds.contains($0, in: self) }
+        if let limit {
+            if limit.count < kept.count {
+                var ordered = sortedByIndex(kept)
+                switch limit {
+                case .first(let n): ordered.removeLast(ordered.count - n)
+                case .last(let n): ordered.removeFirst(ordered.count - n)
+                }
+                kept = ordered
+                if index != .key { kept.sort { compareKeys($0.key, $1.key) < 0 } }
+            }
+        }
+        if kept.isEmpty { return .empty }
+        return Node(validatedLeaf: nil, priority: nil, entries: kept)
+    }
+
+    /// Whether one child of a queried location lies within the range (the limit is not considered).
+    public func isInRange(_ child: (key: String, node: Node)) -> Bool {
+        EvaluationBounds(self).contains(child, in: self)
+    }
+
+    private func sortedByIndex(_ list: [(key: String, node: Node)]) -> [(key: String, node: Node)] {
+        if case .key = index { return list }
+        // Compute each index value once; the sort is stable on the key order it starts from.
+        let decorated = list.map { (entry: $0, value: indexValue(of: $0.node)) }
+        let sorted = decorated.sorted { a, b in
+            let c = compareIndexValues(a.value, b.value)
+            return c != 0 ? c < 0 : compareKeys(a.entry.key, b.entry.key) < 0
+        }
+        return sorted.map(\.entry)
+    }
+}
+
+/// Bounds with their values turned into nodes once per evaluation.
+private struct EvaluationBounds {
+    let start: (bound: QueryBound, value: Node)?
+    let end: (bound: QueryBound, value: Node)?
+
+    init(_ query: QuerySpec) {
+        start = query.start.map { ($0, EvaluationBounds.node(for: $0.value)) }
+        end = query.end.map { ($0, EvaluationBounds.node(for: $0.value)) }
+    }
+
+    private static func node(for value: JSONValue) -> Node {
+        switch value {
+        case .bool, .int, .string: Node(validatedLeaf: value, priority: nil, entries: [])
+        case .double(let d) where d.isFinite: Node(validatedLeaf: value, priority: nil, entries: [])
+        default: .empty
+        }
+    }
+
+    func contains(_ child: (key: String, node: Node), in query: QuerySpec) -> Bool {
+        var indexValue: Node?
+        if let start {
+            let c = compare(start, child, query, &indexValue)
+            if start.bound.isInclusive ? c > 0 : c >= 0 { return false }
+        }
+        if let end {
+            let c = compare(end, child, query, &indexValue)
+            if end.bound.isInclusive ? c < 0 : c <= 0 { return false }
+        }
+        return true
+    }
+
+    /// Compares a bound with a child: negative when the bound sorts before the child.
+    private func compare(
+        _ bound: (bound: QueryBound, value: Node), _ child: (key: String, node: Node), _ query: QuerySpec,
+        _ indexValue: inout Node?
+    ) -> Int {
+        if case .key = query.index {
+            guard case .string(let s) = bound.bound.value else { return 0 }
+            return QueryName(wire: s).compare(toKey: child.key)
+        }
+        let value = indexValue ?? query.indexValue(of: child.node)
+        indexValue = value
+        let c = compareIndexValues(bound.value, value)
+        return c != 0 ? c : bound.bound.name.compare(toKey: child.key)
+    }
+}

@@ -1,2 +1,0 @@
-// CanopyNet -- placeholder until the module lands.
-import CanopyCore

@@ -1,0 +1,378 @@
+// HTTPConnection -- one accepted socket: reads and parses requests, keeps responses in order, batches output.
+//
+// Life of a connection (all on its loop):
+//   open ──request with Connection: close / EOF after requests / shutdown / error──▶ draining
+//   draining: no new requests are parsed; once every queued response is written the socket closes
+//   (after an error response it first "lingers": shuts down its write side and discards input for a moment,
+//   so the client reads the error instead of a TCP reset).
+//   A streaming response (SSE) makes the connection draining too; it closes when the stream ends.
+// Reading pauses (EPOLLIN interest dropped) while too many requests await answers or unwritten output is
+// above the soft limit. Output is appended during the loop pass and written by the server's flush hook;
+// EPOLLOUT interest is held only while output remains. One timer at a time guards the connection: idle
+// (between requests), head (slowloris), body (no progress) or linger.
+import CCanopyLinux
+import CanopyCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+final class HTTPConnection {
+    private enum TimerKind { case none, idle, head, body, linger }
+
+    let id: Int
+    let fd: Int32
+    let remoteAddress: String
+    let loop: EventLoop
+    private weak var server: HTTPServer?
+    private let limits: HTTPServerLimits
+    private var parser: HTTPRequestParser
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var pipeline: [PipelineEntry] = []
+
+    private(set) var isClosed = false
+    /// No further requests are read; close once the pipeline is empty and output written.
+    private var isDraining = false
+    private var isStreaming = false
+    private var closeAfterWrite = false
+    private var lingerOnClose = false
+    private var isLingering = false
+    private var peerClosed = false
+    private var requestCount = 0
+    var isDirty = false
+
+    private var timer: TimerHandle?
+    private var timerKind = TimerKind.none
+    private var lastActivity: UInt64 = 0
+
+    init(id: Int, fd: Int32, remoteAddress: String, loop: EventLoop, server: HTTPServer, limits: HTTPServerLimits) {
+        self.id = id
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        self.loop = loop
+        self.server = server
+        self.limits = limits
+        self.parser = HTTPRequestParser(limits: limits.parserLimits)
+    }
+
+    /// Registers with the loop and arms the first-request timer.
+    func start() throws(NetError) {
+        try loop.register(fd: fd, readable: true, writable: false) { [unowned self] events in
+            self.handle(events)
+        }
+        lastActivity = monotonicNanoseconds()
+        updateTimer()
+    }
+
+    var pendingOutputBytes: Int { output.count - outputOffset }
+
+    // MARK: Events
+
+    private func handle(_ events: IOEvents) {
+        if events.isWritable { writeOutput() }
+        guard !isClosed else { return }
+        if events.isReadable {
+            readOnce()
+        } else if events.isHangup {
+            close()
+        }
+    }
+
+    private func readOnce() {
+        let result = Socket.read(fd, into: loop.readBuffer)
+        switch result {
+        case .transferred(let count):
+            lastActivity = monotonicNanoseconds()
+            // Lingering or streaming: input is only read to notice the peer closing.
+            guard !isLingering, !isStreaming, !isDraining else { return }
+            parser.append(UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+            processInput()
+        case .wouldBlock:
+            return
+        case .endOfFile:
+            if isLingering || isStreaming || pipeline.isEmpty || peerClosed {
+                close()
+            } else {
+                // Half-close after sending requests (`nc -N`, `curl` with `--no-keepalive`): answer, then close.
+                peerClosed = true
+                isDraining = true
+                updateInterest()
+                updateTimer()
+            }
+        case .failed:
+            close()
+        }
+    }
+
+    /// Parses buffered input into requests and hands them to the handler, until paused.
+    private func processInput() {
+        while !isClosed, !isDraining, !isStreaming, !isBackpressured {
+            let event: HTTPParserEvent?
+            do {
+                event = try parser.next()
+            } catch {
+                fail(status: error.status, message: error.userMessage)
+                break
+            }
+            guard let event else { break }
+            switch event {
+            case .continueExpected:
+                pipeline.append(
+                    PipelineEntry(state: .interim(HTTPResponseWriter.continueBytes), keepAlive: true, isHTTP10: false))
+                markDirty()
+            case .request(var request):
+                request.remoteAddress = remoteAddress
+                requestCount += 1
+                let entry = PipelineEntry(keepAlive: request.keepAlive, isHTTP10: request.version == .http10)
+                pipeline.append(entry)
+                if !request.keepAlive { isDraining = true }
+                guard let server else { return }
+                server.handler.handle(request, HTTPResponder(connection: self, entry: entry))
+            }
+        }
+        updateInterest()
+        updateTimer()
+    }
+
+    private var isBackpressured: Bool {
+        pipeline.count >= limits.maxPipelinedRequests || pendingOutputBytes > limits.outputSoftLimitBytes
+    }
+
+    /// Queues an error response, stops reading requests, and closes (lingering) after it is written.
+    private func fail(status: Int, message: String) {
+        pipeline.append(
+            PipelineEntry(state: .response(.error(status: status, message: message)), keepAlive: false, isHTTP10: false)
+        )
+        isDraining = true
+        lingerOnClose = true
+        markDirty()
+        updateInterest()
+        updateTimer()
+    }
+
+    // MARK: Called by responders and streams
+
+    func entryCompleted() {
+        markDirty()
+    }
+
+    func streamStarted() {
+        isStreaming = true
+        isDraining = true
+        markDirty()
+        updateInterest()
+        updateTimer()
+    }
+
+    func markDirty() {
+        guard !isClosed else { return }
+        server?.markDirty(self)
+    }
+
+    // MARK: Output
+
+    /// Moves finished answers into the output buffer (in order) and writes. Called once per loop pass.
+    func flush() {
+        isDirty = false
+        guard !isClosed else { return }
+        moveAnswersToOutput()
+        writeOutput()
+        guard !isClosed else { return }
+        if parser.bufferedByteCount > 0 { processInput() }
+    }
+
+    private func moveAnswersToOutput() {
+        while let entry = pipeline.first {
+            switch entry.state {
+            case .pending:
+                return
+            case .interim(let bytes):
+                output.append(contentsOf: bytes)
+                pipeline.removeFirst()
+            case .response(let response):
+                pipeline.removeFirst()
+                let closing = !entry.keepAlive || (isDraining && pipeline.isEmpty)
+                let persistence: HTTPResponseWriter.Persistence =
+                    closing ? .close : (entry.isHTTP10 ? .keepAliveHTTP10 : .keepAlive)
+                output.append(contentsOf: HTTPResponseWriter.bytes(for: response, persistence: persistence))
+                if closing {
+                    closeAfterWrite = true
+                    abandonPipeline()
+                    return
+                }
+            case .stream(let stream):
+                if !stream.isHeadWritten {
+                    output.append(contentsOf: stream.head)
+                    stream.isHeadWritten = true
+                }
+                output.append(contentsOf: stream.takeBuffer())
+                if stream.isClosed {
+                    pipeline.removeFirst()
+                    closeAfterWrite = true
+                    abandonPipeline()
+                }
+                return
+            }
+        }
+        if isDraining { closeAfterWrite = true }
+    }
+
+    private func abandonPipeline() {
+        for entry in pipeline {
+            entry.isAbandoned = true
+            if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
+        }
+        pipeline.removeAll()
+    }
+
+    private func writeOutput() {
+        while outputOffset < output.count {
+            let result = output.withUnsafeBytes { raw in
+                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+            }
+            switch result {
+            case .transferred(let count):
+                outputOffset += count
+            case .wouldBlock:
+                break
+            case .endOfFile, .failed:
+                close()
+                return
+            }
+            if result == .wouldBlock { break }
+        }
+        if outputOffset == output.count {
+            output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
+            outputOffset = 0
+            if closeAfterWrite {
+                finishClosing()
+                return
+            }
+        } else if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
+            output.removeSubrange(0..<outputOffset)
+            outputOffset = 0
+        }
+        if isStreaming && streamingBacklog > limits.outputHardLimitBytes {
+            server?.logger.warning("conn.output_limit", ["conn": "\(id)", "peer": remoteAddress])
+            close()
+            return
+        }
+        updateInterest()
+        updateTimer()
+    }
+
+    private var streamingBacklog: Int {
+        pipeline.reduce(pendingOutputBytes) { total, entry in
+            if case .stream(let stream) = entry.state { return total + stream.bufferedBytesInStream }
+            return total
+        }
+    }
+
+    private func finishClosing() {
+        guard lingerOnClose, !peerClosed else {
+            close()
+            return
+        }
+        // Stop sending, keep reading (and discarding) until the peer closes or the linger timer fires.
+        isLingering = true
+        Socket.shutdownWrite(fd)
+        updateInterest()
+        updateTimer()
+    }
+
+    // MARK: Shutdown and close
+
+    /// Graceful server shutdown: finish the answers in flight, end streams, close idle connections.
+    func beginShutdown() {
+        guard !isClosed else { return }
+        isDraining = true
+        for entry in pipeline {
+            if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
+        }
+        markDirty()
+        updateInterest()
+        updateTimer()
+    }
+
+    /// Closes the socket now; unanswered requests are abandoned and open streams notified.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        timer?.cancel()
+        timer = nil
+        loop.unregister(fd: fd)
+        Socket.close(fd)
+        let entries = pipeline
+        pipeline.removeAll()
+        output = []
+        outputOffset = 0
+        for entry in entries {
+            entry.isAbandoned = true
+            if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
+        }
+        server?.connectionClosed(self)
+    }
+
+    // MARK: Interest and timers
+
+    private func updateInterest() {
+        guard !isClosed else { return }
+        let readable = isLingering || isStreaming || (!isDraining && !isBackpressured)
+        loop.setInterest(fd: fd, readable: readable, writable: pendingOutputBytes > 0)
+    }
+
+    private func desiredTimer() -> TimerKind {
+        if isClosed { return .none }
+        if isLingering { return .linger }
+        if isStreaming || !pipeline.isEmpty { return .none }
+        if pendingOutputBytes > 0 { return .idle }
+        switch parser.phase {
+        case .idle: return .idle
+        case .head: return .head
+        case .body: return .body
+        }
+    }
+
+    private func updateTimer() {
+        let kind = desiredTimer()
+        guard kind != timerKind else { return }
+        timer?.cancel()
+        timer = nil
+        timerKind = kind
+        let milliseconds: Int64
+        switch kind {
+        case .none: return
+        case .idle:
+            milliseconds = requestCount == 0 ? min(limits.headerTimeoutMs, limits.idleTimeoutMs) : limits.idleTimeoutMs
+        case .head: milliseconds = limits.headerTimeoutMs
+        case .body: milliseconds = limits.bodyTimeoutMs
+        case .linger: milliseconds = limits.lingerTimeoutMs
+        }
+        timer = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in self?.timerFired(kind) }
+    }
+
+    private func timerFired(_ kind: TimerKind) {
+        timer = nil
+        timerKind = .none
+        guard !isClosed else { return }
+        switch kind {
+        case .none:
+            return
+        case .idle, .linger:
+            close()
+        case .head:
+            fail(status: 408, message: "Request timeout")
+        case .body:
+            let idleFor = Int64((monotonicNanoseconds() - lastActivity) / 1_000_000)
+            if idleFor < limits.bodyTimeoutMs {
+                timerKind = .body
+                timer = loop.schedule(afterMilliseconds: limits.bodyTimeoutMs - idleFor) { [weak self] in
+                    self?.timerFired(.body)
+                }
+            } else {
+                fail(status: 408, message: "Request timeout")
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+// HTTPResponse -- a complete response value, and its serialization as HTTP/1.1 bytes.
+
+/// A complete response: status, header fields and body.
+///
+/// The server writes `Content-Length` (except for 1xx/204/304) and `Connection` itself; fields with
+/// those names, and `Transfer-Encoding`, are dropped from ``headers``.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    /// Creates a response.
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON error response, `{"error":"<message>"}`, as Firebase sends them.
+    public static func error(status: Int, message: String) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json; charset=utf-8")],
+            body: Array("{\"error\":\(jsonString(message))}".utf8))
+    }
+
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Turns responses into wire bytes.
+enum HTTPResponseWriter {
+    /// How the connection continues after a response; decides the `Connection` field.
+    enum Persistence {
+        /// HTTP/1.1 keep-alive: no `Connection` field.
+        case keepAlive
+        /// HTTP/1.0 keep-alive: `Connection: keep-alive`.
+        case keepAliveHTTP10
+        /// The server closes after this response: `Connection: close`.
+        case close
+    }
+
+    private static let framingFields = ["content-length", "connection", "transfer-encoding"]
+
+    /// Serializes a complete response.
+    static func bytes(for response: HTTPResponse, persistence: Persistence) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(128 + response.body.count)
+        appendHead(status: response.status, headers: response.headers, to: &out)
+        let bodiless = response.status < 200 || response.status == 204 || response.status == 304
+        if !bodiless {
+            appendField("Content-Length", String(response.body.count), to: &out)
+        }
+        appendConnection(persistence, to: &out)
+        out.append(contentsOf: crlf)
+        if !bodiless { out.append(contentsOf: response.body) }
+        return out
+    }
+
+    /// Serializes the head of a close-delimited stream (no length; `Connection: close`).
+    static func streamHead(status: Int, headers: [(String, String)]) -> [UInt8] {
+        var out: [UInt8] = []
+        appendHead(status: status, headers: headers, to: &out)
+        appendConnection(.close, to: &out)
+        out.append(contentsOf: crlf)
+        return out
+    }
+
+    static let continueBytes = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+
+    private static func appendHead(status: Int, headers: [(String, String)], to out: inout [UInt8]) {
+        out.append(contentsOf: "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n".utf8)
+        for (name, value) in headers {
+            let lowered = String(decoding: name.utf8.map(HTTPHeaders.lowercasedASCII), as: UTF8.self)
+            if framingFields.contains(lowered) { continue }
+            appendField(name, value, to: &out)
+        }
+    }
+
+    private static func appendConnection(_ persistence: Persistence, to out: inout [UInt8]) {
+        switch persistence {
+        case .keepAlive: break
+        case .keepAliveHTTP10: appendField("Connection", "keep-alive", to: &out)
+        case .close: appendField("Connection", "close", to: &out)
+        }
+    }
+
+    /// Appends `name: value` CRLF, dropping CR, LF and NUL so no caller can split the response.
+    private static func appendField(_ name: String, _ value: String, to out: inout [UInt8]) {
+        let safe: (UInt8) -> Bool = { $0 != 0x0D && $0 != 0x0A && $0 != 0x00 }
+        out.append(contentsOf: name.utf8.filter { safe($0) && $0 != UInt8(ascii: ":") })
+        out.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+        out.append(contentsOf: value.utf8.filter(safe))
+        out.append(contentsOf: crlf)
+    }
+
+    /// The standard reason phrase for `status` (RFC 9110), or "Unknown".
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 101: "Switching Protocols"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 411: "Length Required"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 415: "Unsupported Media Type"
+        case 417: "Expectation Failed"
+        case 426: "Upgrade Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Unknown"
+        }
+    }
+}

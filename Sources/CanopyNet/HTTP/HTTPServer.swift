@@ -1,0 +1,195 @@
+// HTTPServer -- a listening socket on an event loop: accepts connections, enforces limits, shuts down gracefully.
+import CCanopyLinux
+import CanopyCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An HTTP/1.1 server on one ``EventLoop``. Loop-confined: create it on the loop (or before the loop runs)
+/// and call it only there.
+///
+/// ```swift
+/// let server = try HTTPServer(loop: loop, host: "127.0.0.1", port: 0, limits: HTTPServerLimits(), handler: app)
+/// try server.start()
+/// print("listening on \(server.port)")
+/// ```
+public final class HTTPServer {
+    private static let maxAcceptsPerPass = 256
+    private static let acceptPauseMs: Int64 = 100
+
+    /// The loop the server and all its connections run on.
+    public let loop: EventLoop
+    /// The limits every connection enforces.
+    public let limits: HTTPServerLimits
+    let handler: any HTTPHandler
+    let logger = Logger(label: "canopy.net")
+
+    /// The bound port (the kernel-chosen one when created with port 0).
+    public let port: Int
+    private var listenFD: Int32
+    private var isRegistered = false
+    private var connections: [Int: HTTPConnection] = [:]
+    private var nextConnectionID = 0
+    private var dirty: [HTTPConnection] = []
+    private var isShuttingDown = false
+    private var shutdownCompletion: (() -> Void)?
+    private var shutdownTimer: TimerHandle?
+
+    /// Binds and listens on `host:port` (`SO_REUSEADDR`); connections are accepted once ``start()`` runs.
+    /// - Parameters:
+    ///   - host: an IPv4 or IPv6 literal, or `localhost`.
+    ///   - port: the TCP port, or 0 for an ephemeral one (read it back from ``port``).
+    /// - Throws: ``NetError`` when the address is invalid or the socket cannot be bound.
+    public init(loop: EventLoop, host: String, port: Int, limits: HTTPServerLimits, handler: any HTTPHandler) throws {
+        loop.assertInLoop()
+        let (fd, boundPort) = try Socket.listen(host: host, port: port)
+        self.loop = loop
+        self.limits = limits
+        self.handler = handler
+        self.listenFD = fd
+        self.port = boundPort
+        loop.addFlushHook { [weak self] in self?.flushDirtyConnections() }
+    }
+
+    deinit {
+        // A started server must be shut down on its loop; an unstarted one only owns its descriptor.
+        if listenFD >= 0 && !isRegistered { Socket.close(listenFD) }
+    }
+
+    /// Open connections, for metrics and tests.
+    public var connectionCount: Int { connections.count }
+
+    /// Starts accepting connections.
+    /// - Throws: ``NetError`` if the listening socket cannot be registered.
+    public func start() throws {
+        loop.assertInLoop()
+        precondition(listenFD >= 0 && !isRegistered, "HTTPServer.start() called twice or after shutdown")
+        try loop.register(fd: listenFD, readable: true, writable: false) { [weak self] _ in
+            self?.acceptConnections()
+        }
+        isRegistered = true
+        logger.info("http.listen", ["port": "\(port)"])
+    }
+
+    /// Stops accepting, then closes connections and calls `then` on the loop once all are closed.
+    ///
+    /// Graceful: answers already in progress are completed (the last one says `Connection: close`), idle
+    /// keep-alive connections close at once, streams end (their `onClose` fires), and anything still open after
+    /// ``HTTPServerLimits/shutdownTimeoutMs`` is closed. Not graceful: everything closes now.
+    public func shutdown(graceful: Bool, then: @escaping () -> Void) {
+        loop.assertInLoop()
+        precondition(!isShuttingDown, "HTTPServer.shutdown called twice")
+        isShuttingDown = true
+        shutdownCompletion = then
+        stopListening()
+        logger.info("http.shutdown", ["graceful": "\(graceful)", "connections": "\(connections.count)"])
+        let open = Array(connections.values)
+        if graceful {
+            for connection in open { connection.beginShutdown() }
+            if !connections.isEmpty {
+                shutdownTimer = loop.schedule(afterMilliseconds: limits.shutdownTimeoutMs) { [weak self] in
+                    self?.forceCloseAll()
+                }
+            }
+        } else {
+            for connection in open { connection.close() }
+        }
+        finishShutdownIfDone()
+    }
+
+    // MARK: Connections
+
+    func markDirty(_ connection: HTTPConnection) {
+        guard !connection.isDirty else { return }
+        connection.isDirty = true
+        dirty.append(connection)
+    }
+
+    func connectionClosed(_ connection: HTTPConnection) {
+        connections[connection.id] = nil
+        logger.trace("conn.close", ["conn": "\(connection.id)"])
+        finishShutdownIfDone()
+    }
+
+    private func flushDirtyConnections() {
+        // Flushing can parse pipelined requests whose handlers answer at once; repeat until quiet.
+        while !dirty.isEmpty {
+            let batch = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for connection in batch { connection.flush() }
+        }
+    }
+
+    private func acceptConnections() {
+        for _ in 0..<Self.maxAcceptsPerPass {
+            let accepted: (fd: Int32, peer: String)?
+            do {
+                accepted = try Socket.accept(listener: listenFD)
+            } catch {
+                // Out of descriptors or buffers: stop polling the listener briefly instead of spinning.
+                logger.warning("http.accept_failed", ["error": error.userMessage])
+                pauseAccepting()
+                return
+            }
+            guard let (fd, peer) = accepted else { return }
+            guard connections.count < limits.maxConnections else {
+                refuse(fd)
+                continue
+            }
+            nextConnectionID += 1
+            let connection = HTTPConnection(
+                id: nextConnectionID, fd: fd, remoteAddress: peer, loop: loop, server: self, limits: limits)
+            do {
+                try connection.start()
+            } catch {
+                Socket.close(fd)
+                continue
+            }
+            connections[connection.id] = connection
+            logger.trace("conn.open", ["conn": "\(connection.id)", "peer": peer])
+        }
+    }
+
+    private static let refusal = HTTPResponseWriter.bytes(
+        for: .error(status: 503, message: "Too many connections"), persistence: .close)
+
+    /// Best-effort 503 to a connection over the limit, then close.
+    private func refuse(_ fd: Int32) {
+        _ = Self.refusal.withUnsafeBytes { Socket.write(fd, $0) }
+        Socket.shutdownWrite(fd)
+        Socket.close(fd)
+        logger.debug("http.refused", ["reason": "max_connections"])
+    }
+
+    private func pauseAccepting() {
+        guard isRegistered else { return }
+        loop.setInterest(fd: listenFD, readable: false, writable: false)
+        loop.schedule(afterMilliseconds: Self.acceptPauseMs) { [weak self] in
+            guard let self, self.isRegistered else { return }
+            self.loop.setInterest(fd: self.listenFD, readable: true, writable: false)
+        }
+    }
+
+    private func stopListening() {
+        guard listenFD >= 0 else { return }
+        if isRegistered { loop.unregister(fd: listenFD) }
+        isRegistered = false
+        Socket.close(listenFD)
+        listenFD = -1
+    }
+
+    private func forceCloseAll() {
+        shutdownTimer = nil
+        for connection in Array(connections.values) { connection.close() }
+    }
+
+    private func finishShutdownIfDone() {
+        guard connections.isEmpty, let completion = shutdownCompletion else { return }
+        shutdownCompletion = nil
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        // Run outside whatever close path got us here.
+        loop.schedule(afterMilliseconds: 0, completion)
+    }
+}

@@ -1,0 +1,351 @@
+// EventLoop -- one thread, one level-triggered epoll set: readiness, timers, cross-thread tasks, hooks, signals.
+//
+// One pass of `run()` (after redis ae.c `aeProcessEvents` and NIO's SelectableEventLoop):
+//   1. run the tasks queued by `execute(_:)`;
+//   2. fire the timers whose deadline has passed;
+//   3. run the before-sleep hooks (the server group-commits writes here), then the flush hooks (connections
+//      write the output they batched during the pass), each list in registration order;
+//   4. `epoll_wait` for at most the time to the next timer (0 when tasks are queued, forever when idle);
+//   5. dispatch each readiness event to the handler registered for its descriptor.
+// Registrations are level-triggered: a handler that leaves input unread is simply called again on the next
+// pass, and EPOLLOUT interest is held only while a connection has unwritten output. The epoll user data packs
+// the descriptor with a registration generation, so a stale event for a descriptor number that was closed and
+// reused within the same `epoll_wait` batch is dropped instead of reaching the new owner.
+import CCanopyLinux
+import CanopyCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Readiness reported for a registered descriptor.
+package struct IOEvents: Sendable {
+    package var isReadable: Bool
+    package var isWritable: Bool
+    /// Hang-up or error (reported even without interest): the handler should close.
+    package var isHangup: Bool
+}
+
+/// One thread, one epoll set. Everything registered here is touched only on the loop's thread.
+///
+/// Thread-safe surface: ``execute(_:)``, ``stop()`` and ``inLoop``, all through `pending`, `stopRequested`
+/// and `owner`. Everything else is loop-confined: call it from the loop thread, or from any single thread
+/// before ``run()`` starts (set-up) — ``assertInLoop()`` checks that in debug builds.
+///
+/// ```swift
+/// let loop = try EventLoop()
+/// let server = try HTTPServer(loop: loop, host: "127.0.0.1", port: 0, limits: .init(), handler: app)
+/// try server.start()
+/// loop.onSignals([SIGTERM, SIGINT]) { _ in server.shutdown(graceful: true) { loop.stop() } }
+/// loop.run()   // blocks until stop()
+/// ```
+///
+/// `@unchecked Sendable` is safe because cross-thread state is `Mutex`/`Atomic` and the rest is loop-confined.
+public final class EventLoop: @unchecked Sendable {
+    private static let maxEventsPerWait: Int32 = 256
+    /// Size of the scratch buffer connections read into (shared: only one handler runs at a time).
+    package static let readBufferSize = 64 * 1024
+
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private var signalFD: Int32 = -1
+
+    // Cross-thread state.
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let stopRequested = Atomic<Bool>(false)
+    /// pthread id of the thread inside `run()`, 0 when not running.
+    private let owner = Atomic<UInt>(0)
+
+    // Loop-confined state.
+    private final class Registration {
+        let generation: UInt32
+        var interest: UInt32
+        let handler: (IOEvents) -> Void
+        init(generation: UInt32, interest: UInt32, handler: @escaping (IOEvents) -> Void) {
+            self.generation = generation
+            self.interest = interest
+            self.handler = handler
+        }
+    }
+    private var registrations: [Int32: Registration] = [:]
+    private var nextGeneration: UInt32 = 1
+    private var timers = TimerHeap()
+    private var timerSequence: UInt64 = 0
+    private var beforeSleepHooks: [() -> Void] = []
+    private var flushHooks: [() -> Void] = []
+    private var signalMask = sigset_t()
+    private var signalHandlers: [Int32: (Int32) -> Void] = [:]
+    /// Scratch buffer for socket reads; valid for the loop's lifetime.
+    package let readBuffer: UnsafeMutableRawBufferPointer
+
+    /// Creates the epoll set and its wake-up eventfd.
+    /// - Throws: ``NetError`` when the kernel refuses a descriptor.
+    public init() throws {
+        let ep = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard ep >= 0 else { throw NetError.system(syscall: "epoll_create1", errno: ccanopy_errno()) }
+        let wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wake >= 0 else {
+            let code = ccanopy_errno()
+            Glibc.close(ep)
+            throw NetError.system(syscall: "eventfd", errno: code)
+        }
+        epollFD = ep
+        wakeFD = wake
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        sigemptyset(&signalMask)
+        try register(fd: wake, readable: true, writable: false) { [unowned self] _ in self.drainWakeups() }
+    }
+
+    deinit {
+        Glibc.close(wakeFD)
+        if signalFD >= 0 { Glibc.close(signalFD) }
+        Glibc.close(epollFD)
+        readBuffer.deallocate()
+    }
+
+    // MARK: Thread identity
+
+    /// True on the thread running ``run()``, and on any thread before the loop has started.
+    public var inLoop: Bool {
+        let current = owner.load(ordering: .acquiring)
+        return current == 0 || current == UInt(pthread_self())
+    }
+
+    /// Traps (debug builds only) when called off the loop thread.
+    public func assertInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(inLoop, "EventLoop: loop-confined API called off the loop thread", file: file, line: line)
+    }
+
+    // MARK: Running
+
+    /// Runs the loop on the calling thread until ``stop()`` is called.
+    public func run() {
+        let me = UInt(pthread_self())
+        let (exchanged, _) = owner.compareExchange(expected: 0, desired: me, ordering: .acquiringAndReleasing)
+        precondition(exchanged, "EventLoop.run() called while the loop is already running")
+        defer { owner.store(0, ordering: .releasing) }
+        var events = [epoll_event](repeating: epoll_event(), count: Int(Self.maxEventsPerWait))
+        while !stopRequested.load(ordering: .acquiring) {
+            runPendingTasks()
+            runExpiredTimers()
+            for hook in beforeSleepHooks { hook() }
+            for hook in flushHooks { hook() }
+            if stopRequested.load(ordering: .acquiring) { break }
+            let count = events.withUnsafeMutableBufferPointer { buffer in
+                epoll_wait(epollFD, buffer.baseAddress, Self.maxEventsPerWait, waitTimeoutMilliseconds())
+            }
+            if count < 0 {
+                let code = ccanopy_errno()
+                precondition(code == EINTR, "epoll_wait failed with errno \(code)")
+                continue
+            }
+            for index in 0..<Int(count) {
+                dispatch(events[index])
+            }
+        }
+        stopRequested.store(false, ordering: .releasing)
+    }
+
+    /// Asks the loop to return from ``run()`` after the current pass. Thread-safe.
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        wake()
+    }
+
+    /// Queues `work` to run on the loop thread at the start of the next pass. Thread-safe.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let wasEmpty = pending.withLock { queue in
+            queue.append(work)
+            return queue.count == 1
+        }
+        // On the loop the queue is checked before sleeping; off it, one wake-up per batch is enough.
+        if wasEmpty && owner.load(ordering: .acquiring) != UInt(pthread_self()) {
+            wake()
+        }
+    }
+
+    /// Schedules `work` on the loop after `afterMilliseconds` (monotonic time). Call on the loop.
+    /// - Returns: a handle that cancels the timer.
+    @discardableResult
+    public func schedule(afterMilliseconds: Int64, _ work: @escaping () -> Void) -> TimerHandle {
+        assertInLoop()
+        let delay = UInt64(max(0, afterMilliseconds)) * 1_000_000
+        timerSequence += 1
+        let timer = TimerHandle(
+            deadline: monotonicNanoseconds() + delay, sequence: timerSequence, work: work, loop: self)
+        timers.insert(timer)
+        return timer
+    }
+
+    /// Adds a hook that runs once per loop pass, just before the loop sleeps. Call on the loop.
+    ///
+    /// Hooks run in registration order, before any connection flushes its batched output, so work
+    /// started here (a group commit) is never overtaken by the replies of the same pass.
+    public func addBeforeSleepHook(_ hook: @escaping () -> Void) {
+        assertInLoop()
+        beforeSleepHooks.append(hook)
+    }
+
+    /// Adds a hook that runs after all before-sleep hooks; used by servers to write batched output.
+    package func addFlushHook(_ hook: @escaping () -> Void) {
+        assertInLoop()
+        flushHooks.append(hook)
+    }
+
+    // MARK: Signals
+
+    /// Delivers `signals` to `handler` on the loop through a signalfd. Call on the loop, before other threads start.
+    ///
+    /// The signals are blocked in the calling thread (threads created afterwards inherit the mask), so call
+    /// this early from the thread that will run the loop; a thread created earlier with the signal unblocked
+    /// would still receive the default action.
+    public func onSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) {
+        assertInLoop()
+        for signal in signals {
+            sigaddset(&signalMask, signal)
+            signalHandlers[signal] = handler
+        }
+        pthread_sigmask(SIG_BLOCK, &signalMask, nil)
+        let fd = signalfd(signalFD, &signalMask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
+        precondition(fd >= 0, "signalfd failed with errno \(ccanopy_errno())")
+        if signalFD < 0 {
+            signalFD = fd
+            do {
+                try register(fd: fd, readable: true, writable: false) { [unowned self] _ in self.drainSignals() }
+            } catch {
+                preconditionFailure("cannot register signalfd: \(error)")
+            }
+        }
+    }
+
+    private func drainSignals() {
+        var info = signalfd_siginfo()
+        let size = MemoryLayout<signalfd_siginfo>.size
+        while Glibc.read(signalFD, &info, size) == size {
+            let signal = Int32(bitPattern: info.ssi_signo)
+            signalHandlers[signal]?(signal)
+        }
+    }
+
+    // MARK: Descriptors (package API for sockets)
+
+    /// Registers `fd` with the given interest; `handler` runs on the loop for each readiness event.
+    package func register(
+        fd: Int32, readable: Bool, writable: Bool, handler: @escaping (IOEvents) -> Void
+    ) throws(NetError) {
+        assertInLoop()
+        precondition(registrations[fd] == nil, "descriptor \(fd) is already registered")
+        let registration = Registration(
+            generation: nextGeneration, interest: Self.interest(readable: readable, writable: writable),
+            handler: handler)
+        nextGeneration &+= 1
+        var event = epoll_event()
+        event.events = registration.interest
+        event.data.u64 = Self.userData(fd: fd, generation: registration.generation)
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+            throw NetError.system(syscall: "epoll_ctl(ADD)", errno: ccanopy_errno())
+        }
+        registrations[fd] = registration
+    }
+
+    /// Changes the interest of a registered descriptor; a no-op when it is unchanged.
+    package func setInterest(fd: Int32, readable: Bool, writable: Bool) {
+        assertInLoop()
+        guard let registration = registrations[fd] else { return }
+        let interest = Self.interest(readable: readable, writable: writable)
+        guard interest != registration.interest else { return }
+        registration.interest = interest
+        var event = epoll_event()
+        event.events = interest
+        event.data.u64 = Self.userData(fd: fd, generation: registration.generation)
+        let rc = epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event)
+        assert(rc == 0, "epoll_ctl(MOD) failed with errno \(ccanopy_errno())")
+    }
+
+    /// Removes `fd` from the epoll set. Call before closing the descriptor.
+    package func unregister(fd: Int32) {
+        assertInLoop()
+        guard registrations.removeValue(forKey: fd) != nil else { return }
+        var event = epoll_event()
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
+    }
+
+    // MARK: Internals
+
+    func cancelTimer(_ timer: TimerHandle) {
+        assertInLoop()
+        timers.remove(timer)
+        timer.work = nil
+    }
+
+    private static func interest(readable: Bool, writable: Bool) -> UInt32 {
+        var bits: UInt32 = 0
+        if readable { bits |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if writable { bits |= EPOLLOUT.rawValue }
+        return bits
+    }
+
+    private static func userData(fd: Int32, generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+    }
+
+    private func dispatch(_ event: epoll_event) {
+        let data = event.data.u64
+        let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
+        let generation = UInt32(truncatingIfNeeded: data >> 32)
+        guard let registration = registrations[fd], registration.generation == generation else { return }
+        let bits = event.events
+        let hangup = EPOLLHUP.rawValue | EPOLLERR.rawValue
+        // A peer's half-close (RDHUP) is reported as readable: the read returns end-of-file.
+        registration.handler(
+            IOEvents(
+                isReadable: bits & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0,
+                isWritable: bits & EPOLLOUT.rawValue != 0,
+                isHangup: bits & hangup != 0))
+    }
+
+    private func runPendingTasks() {
+        let tasks = pending.withLock { queue in
+            let taken = queue
+            queue.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for task in tasks { task() }
+    }
+
+    private func runExpiredTimers() {
+        guard !timers.isEmpty else { return }
+        let now = monotonicNanoseconds()
+        // Timers scheduled by a firing timer wait for the next pass, even with a zero delay.
+        var due: [TimerHandle] = []
+        while let first = timers.first, first.deadline <= now {
+            _ = timers.popFirst()
+            due.append(first)
+        }
+        for timer in due {
+            let work = timer.work
+            timer.work = nil
+            work?()
+        }
+    }
+
+    private func waitTimeoutMilliseconds() -> Int32 {
+        if pending.withLock({ !$0.isEmpty }) { return 0 }
+        guard let first = timers.first else { return -1 }
+        let now = monotonicNanoseconds()
+        guard first.deadline > now else { return 0 }
+        let milliseconds = (first.deadline - now + 999_999) / 1_000_000
+        return Int32(min(milliseconds, UInt64(Int32.max)))
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeFD, &one, MemoryLayout<UInt64>.size)
+    }
+
+    private func drainWakeups() {
+        var value: UInt64 = 0
+        _ = Glibc.read(wakeFD, &value, MemoryLayout<UInt64>.size)
+    }
+}

@@ -1,0 +1,161 @@
+// Socket -- thin wrappers over the BSD socket calls the loop needs: listen, accept, read, write, close.
+import CCanopyLinux
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Result of one non-blocking read or write.
+package enum IOResult: Equatable {
+    /// This many bytes were transferred (> 0).
+    case transferred(Int)
+    /// The socket has nothing to read / no room to write right now.
+    case wouldBlock
+    /// The peer closed its side (reads only).
+    case endOfFile
+    /// The call failed (ECONNRESET, EPIPE, ...).
+    case failed(errno: Int32)
+}
+
+/// Socket helpers. All descriptors are non-blocking and close-on-exec.
+package enum Socket {
+    /// Creates a listening TCP socket bound to `host:port` with `SO_REUSEADDR`.
+    /// - Returns: the descriptor and the bound port (the ephemeral one when `port` is 0).
+    /// - Throws: ``NetError`` for a bad address or a failed syscall.
+    package static func listen(host: String, port: Int, backlog: Int32 = 1024) throws(NetError) -> (
+        fd: Int32, port: Int
+    ) {
+        guard (0...65535).contains(port) else { throw .invalidPort(port) }
+        var storage = sockaddr_storage()
+        let length: socklen_t
+        let family: Int32
+        let literal = host == "localhost" ? "127.0.0.1" : host
+        if literal.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET6, literal, &address.sin6_addr) == 1 else { throw .invalidAddress(host: host) }
+            withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in6.self) }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            family = AF_INET6
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET, literal, &address.sin_addr) == 1 else { throw .invalidAddress(host: host) }
+            withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in.self) }
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            family = AF_INET
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(syscall: "socket", errno: ccanopy_errno()) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else {
+            let code = ccanopy_errno()
+            Glibc.close(fd)
+            throw .system(syscall: "bind", errno: code)
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let code = ccanopy_errno()
+            Glibc.close(fd)
+            throw .system(syscall: "listen", errno: code)
+        }
+        var actual = sockaddr_storage()
+        var actualLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &actual) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) }
+        }
+        return (fd, Int(describe(actual).port))
+    }
+
+    /// Accepts one pending connection as a non-blocking socket with `TCP_NODELAY`.
+    /// - Returns: the descriptor and the peer's `address:port`, or nil when none is pending.
+    /// - Throws: ``NetError`` for failures other than "try again" (EMFILE, ENFILE, ENOBUFS, ...).
+    package static func accept(listener: Int32) throws(NetError) -> (fd: Int32, peer: String)? {
+        while true {
+            var peer = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &peer) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    ccanopy_accept4(listener, $0, &length, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if fd >= 0 {
+                var one: Int32 = 1
+                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                let (host, port) = describe(peer)
+                let text = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+                return (fd, text)
+            }
+            switch ccanopy_errno() {
+            case EAGAIN, EWOULDBLOCK: return nil
+            // The connection died while queued, or a signal interrupted us: try the next one.
+            case EINTR, ECONNABORTED, EPROTO: continue
+            case let code: throw .system(syscall: "accept4", errno: code)
+            }
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes.
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
+        while true {
+            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if count > 0 { return .transferred(count) }
+            if count == 0 { return .endOfFile }
+            switch ccanopy_errno() {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let code: return .failed(errno: code)
+            }
+        }
+    }
+
+    /// Writes as much of `bytes` as the socket accepts, without raising SIGPIPE.
+    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> IOResult {
+        while true {
+            let count = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count > 0 { return .transferred(count) }
+            if count == 0 { return .wouldBlock }
+            switch ccanopy_errno() {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case let code: return .failed(errno: code)
+            }
+        }
+    }
+
+    /// Shuts down the sending side (the peer reads end-of-file) while reads continue.
+    package static func shutdownWrite(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Closes a descriptor (the caller has unregistered it from its loop).
+    package static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    private static func describe(_ storage: sockaddr_storage) -> (host: String, port: UInt16) {
+        var copy = storage
+        return withUnsafeBytes(of: &copy) { raw -> (String, UInt16) in
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+            if Int32(storage.ss_family) == AF_INET6 {
+                var address = raw.load(as: sockaddr_in6.self)
+                inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count))
+                return (
+                    String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                    UInt16(bigEndian: address.sin6_port)
+                )
+            }
+            var address = raw.load(as: sockaddr_in.self)
+            inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
+            return (
+                String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                UInt16(bigEndian: address.sin_port)
+            )
+        }
+    }
+}

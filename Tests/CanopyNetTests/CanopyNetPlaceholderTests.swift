@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyNetPlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}
