@@ -4,6 +4,10 @@ import CanopyCore
 import CanopyNet
 import CanopyStore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A running Canopy server. Create it, `start()` it, then `run()` blocks until SIGTERM/SIGINT or `stop()`.
 public final class Daemon: @unchecked Sendable {  // safe: loop state is touched only on `loop`; see `stop()`
     public let configuration: ServerConfiguration

@@ -88,7 +88,8 @@ public final class Namespace {
         openChangedPaths = []
         openBefore = nil
         let loop = self.loop
-        store.submit(mutations) { [weak self] result in
+        let bound = LoopBound(self, loop: loop)
+        store.submit(mutations) { result in
             let ok: Bool
             switch result {
             case .success: ok = true
@@ -96,7 +97,7 @@ public final class Namespace {
                 ok = false
                 Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
             }
-            loop.execute { [weak self] in self?.batchCompleted(ok: ok) }
+            loop.execute { bound.value?.batchCompleted(ok: ok) }
         }
     }
 

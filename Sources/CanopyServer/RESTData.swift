@@ -160,9 +160,7 @@ extension RESTHandler {
                 relativePaths.append(relative)
                 echo.append(JSONMember(member.key, resolved))
             }
-        } catch let error as RESTError {
-            throw error
-        } catch let error as any CanopyError {
+        } catch {
             throw RESTError(400, error.userMessage)
         }
         try Self.checkNoOverlap(relativePaths)

@@ -64,7 +64,7 @@ struct Serve: Command {
             canopy: admin credential in \(daemon.credentials.adminCredentialPath) (mode 0600); \
             use it as 'Authorization: Bearer <credential>'
             """ + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : ""))
-        fflush(stdout)
+        fflush(nil)
         daemon.run()
     }
 }
