@@ -35,6 +35,9 @@ final class ServerContext {
 
     /// The namespace, or nil when it does not exist and `create` is false. Bad names are a 400.
     func namespace(_ name: String, create: Bool) throws -> Namespace? {
+        guard DataDirectory.isValidNamespace(name) else {
+            throw RESTError(400, "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'.")
+        }
         do {
             return try registry.namespace(name, create: create)
         } catch let error as StoreError {

@@ -86,7 +86,7 @@ protocol Command {
     static var abstract: String { get }
     static var usage: String { get }
     init(parsing arguments: inout Arguments) throws(UsageError)
-    func run() async throws
+    func run() throws
 }
 
 /// Reads an environment variable.

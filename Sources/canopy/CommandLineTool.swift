@@ -20,7 +20,7 @@ enum CommandLineTool {
         print(text, terminator: "")
     }
 
-    static func runMain(arguments: [String]) async -> Int32 {
+    static func runMain(arguments: [String]) -> Int32 {
         var words = arguments
         guard let name = words.first else {
             printUsage()
@@ -43,7 +43,7 @@ enum CommandLineTool {
         var arguments = Arguments(words)
         do {
             let instance = try command.init(parsing: &arguments)
-            try await instance.run()
+            try instance.run()
             return 0
         } catch let error as UsageError {
             writeStandardError("canopy: error: \(error.userMessage)\nUSAGE: \(command.usage)\n")

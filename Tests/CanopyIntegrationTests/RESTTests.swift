@@ -121,8 +121,11 @@ import Testing
             _ = try c.json(
                 "PUT", "/d.json?ns=q",
                 #"{"a":{"h":3},"b":{"h":1},"c":{"h":2},"p":{".value":1,".priority":5}}"#, headers: auth)
+            // `p` has no `h` child: null sorts first (Firebase's value ordering).
             var r = try c.json("GET", #"/d.json?ns=q&orderBy=%22h%22&limitToFirst=2"#, headers: auth)
-            #expect(r.json == ["b": ["h": 1], "c": ["h": 2]])
+            #expect(r.json == ["b": ["h": 1], "p": 1])
+            r = try c.json("GET", #"/d.json?ns=q&orderBy=%22h%22&startAt=2"#, headers: auth)
+            #expect(r.json == ["a": ["h": 3], "c": ["h": 2]])
             r = try c.json("GET", #"/d.json?ns=q&orderBy=%22$key%22&startAt=%22b%22&endAt=%22c%22"#, headers: auth)
             #expect(r.json == ["b": ["h": 1], "c": ["h": 2]])
             r = try c.json("GET", "/d.json?ns=q&shallow=true", headers: auth)

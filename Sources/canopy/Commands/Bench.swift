@@ -45,7 +45,7 @@ struct BenchCommand: Command {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         #if DEBUG
             print("WARNING: debug build — run `swift build -c release` and use .build/release/canopy for real figures")
         #endif

@@ -86,7 +86,7 @@ struct RulesCommand: Command {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         switch mode {
         case .eval(let expr, let auth, let data, let vars, let query, let now):
             print(RulesCommandLine.eval(expr: expr, auth: auth, data: data, vars: vars, query: query, now: now))

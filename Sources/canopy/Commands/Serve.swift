@@ -55,7 +55,7 @@ struct Serve: Command {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
         print(

@@ -60,7 +60,7 @@ struct TokenCommand: Command {
         if attendee != nil && directory == nil { throw .missingOption("--directory") }
     }
 
-    func run() async throws {
+    func run() throws {
         var members = claims
         func set(_ key: String, _ value: JSONValue) {
             members.removeAll { $0.key == key }
