@@ -15,6 +15,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     let loop: EventLoop
     private var server: HTTPServer?
     private var context: ServerContext?
+    private var isShuttingDown = false
     private let logger = Logger(label: "canopy.server")
 
     public init(configuration: ServerConfiguration) throws {
@@ -68,13 +69,15 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     }
 
     private func shutdown() {
-        guard let server else {
-            loop.stop()
+        guard let server, !isShuttingDown else {
+            if self.server == nil { loop.stop() }
             return
         }
-        self.server = nil
-        server.shutdown(graceful: true) { [weak self] in
-            guard let self else { return }
+        isShuttingDown = true
+        // The closure keeps the server alive until its connections drained.
+        server.shutdown(graceful: true) { [self, server] in
+            _ = server
+            self.server = nil
             self.context?.registry.closeAll()
             self.logger.info("server.stopped")
             self.loop.stop()
