@@ -1,2 +1,0 @@
-// CanopyPublish -- placeholder until the module lands.
-import CanopyCore

@@ -1,0 +1,170 @@
+// ContentItem -- one item of pendingContent, parsed for the visibility rule and the fan-out.
+//
+// An item is an object with `order` (a number, required), `type` (a string; missing means ""), the visibility
+// lists `tierIds`, `groupIds`, `attendeeIds` (see IDList for the shapes), `checkAll` (a boolean; missing means
+// false) and any type fields, which are carried untouched. An item whose type ends in `CSV` is a container: each
+// child of its `rawData` (an array, stored as children "0", "1", …) is a row object that goes to the attendees its
+// own `attendeeIds` name, under the key `<item key><row key>`.
+//
+// Visibility (seed semantics, issue 5): an attendee sees a non-CSV item when it is global (`checkAll`, or all
+// three lists empty), or their tier is in `tierIds`, or one of their groups is in `groupIds`, or their id is in
+// `attendeeIds`. A CSV item itself is never shown.
+
+import CanopyCore
+
+/// One parsed content item.
+public struct ContentItem: Sendable {
+    /// The names of the visibility lists, removed from private copies.
+    public static let visibilityFields = ["tierIds", "groupIds", "attendeeIds"]
+
+    /// The item key (a push id in the seed).
+    public let key: String
+    /// The display order; feeds sort by it, then by key.
+    public let order: Double
+    /// The item type (`text`, `web`, `textCSV`, …); "" when missing.
+    public let type: String
+    /// Tier ids in string form (`"101"`, `"default"`).
+    public let tierIds: [String]
+    /// Group ids in string form.
+    public let groupIds: [String]
+    /// Attendee ids.
+    public let attendeeIds: [String]
+    /// Whether the admin marked the item "everyone".
+    public let checkAll: Bool
+    /// The whole item as stored.
+    public let raw: Node
+    /// The rows of a CSV item's `rawData` (empty for other items).
+    public let rawData: [CSVRow]
+
+    /// Whether the item is a CSV container (its type ends in `CSV`).
+    public var isCSV: Bool { type.hasSuffix("CSV") }
+
+    /// Whether everyone sees the item: `checkAll`, or no list names anyone. CSV containers are never global.
+    public var isGlobal: Bool {
+        !isCSV && (checkAll || (tierIds.isEmpty && groupIds.isEmpty && attendeeIds.isEmpty))
+    }
+
+    /// The item without its visibility lists: what a user, tier or isolated group location stores.
+    public var privateCopy: Node { ContentItem.strippingLists(raw) }
+
+    /// Parses item `key` stored as `node`.
+    /// - Throws: `PublishError` naming `key` and the field: not an object, missing or non-numeric `order`,
+    ///   malformed lists, ids that are not valid keys, malformed CSV rows.
+    public init(key: String, node: Node) throws(PublishError) {
+        guard node.hasChildren else { throw PublishError(.itemNotObject, key: key) }
+        self.key = key
+        self.raw = node
+        guard let order = try ContentItem.order(of: node, key: key, field: "order") else {
+            throw PublishError(.missingOrder, key: key, field: "order")
+        }
+        self.order = order
+        self.type = try ContentItem.type(of: node, key: key, field: "type") ?? ""
+        tierIds = try IDList.parse(node.child("tierIds"), key: key, field: "tierIds")
+        groupIds = try IDList.parse(node.child("groupIds"), key: key, field: "groupIds")
+        attendeeIds = try IDList.parse(node.child("attendeeIds"), key: key, field: "attendeeIds")
+        let flag = node.child("checkAll")
+        if flag.isEmpty {
+            checkAll = false
+        } else if case .bool(let b)? = flag.value {
+            checkAll = b
+        } else {
+            throw PublishError(.invalidField, key: key, field: "checkAll")
+        }
+        if type.hasSuffix("CSV") {
+            rawData = try CSVRow.rows(of: node, key: key, order: order, type: type)
+        } else {
+            rawData = []
+        }
+    }
+
+    /// Whether `attendee` sees this item (never true for a CSV container; see `CSVRow.isVisible(to:)`).
+    public func isVisible(to attendee: Attendee) -> Bool {
+        if isCSV { return false }
+        if isGlobal { return true }
+        if tierIds.contains(where: { sameKey($0, attendee.tierId) }) { return true }
+        if attendeeIds.contains(where: { sameKey($0, attendee.id) }) { return true }
+        return groupIds.contains { group in attendee.groupIds.contains { sameKey($0, group) } }
+    }
+
+    /// `node` without `tierIds`, `groupIds` and `attendeeIds`.
+    static func strippingLists(_ node: Node) -> Node {
+        var copy = node
+        for field in visibilityFields { copy = copy.settingChild(field, .empty) }
+        return copy
+    }
+
+    /// The `order` child as a double; nil when missing.
+    static func order(of node: Node, key: String, field: String) throws(PublishError) -> Double? {
+        let child = node.child("order")
+        if child.isEmpty { return nil }
+        switch child.value {
+        case .int(let i)?: return Double(i)
+        case .double(let d)?: return d
+        default: throw PublishError(.nonNumericOrder, key: key, field: field)
+        }
+    }
+
+    /// The `type` child as a string; nil when missing.
+    static func type(of node: Node, key: String, field: String) throws(PublishError) -> String? {
+        let child = node.child("type")
+        if child.isEmpty { return nil }
+        guard case .string(let s)? = child.value else {
+            throw PublishError(.invalidField, key: key, field: field)
+        }
+        return s
+    }
+}
+
+/// One row of a CSV item's `rawData`: a personal item for the attendees it names.
+public struct CSVRow: Sendable {
+    /// The row's key inside `rawData` (its index for an array).
+    public let index: String
+    /// The key of the copy: the parent key followed by `index` (`-OKzSJiMqgBxQZV5-STt0`).
+    public let copyKey: String
+    /// The attendees the row names (one in practice).
+    public let attendeeIds: [String]
+    /// The row as stored.
+    public let raw: Node
+    /// What the named attendees receive: the row without visibility lists, with the parent's `order` and type
+    /// (minus `CSV`) filled in when the row has none.
+    public let copy: Node
+
+    /// Whether the row goes to `attendee`.
+    public func isVisible(to attendee: Attendee) -> Bool {
+        attendeeIds.contains { sameKey($0, attendee.id) }
+    }
+
+    static func rows(of node: Node, key: String, order: Double, type: String) throws(PublishError)
+        -> [CSVRow]
+    {
+        let data = node.child("rawData")
+        if data.isEmpty { return [] }
+        guard !data.isLeaf else { throw PublishError(.invalidField, key: key, field: "rawData") }
+        var rows: [CSVRow] = []
+        rows.reserveCapacity(data.childCount)
+        for (index, row) in data.children {
+            let field = "rawData/\(index)"
+            guard row.hasChildren else { throw PublishError(.invalidField, key: key, field: field) }
+            let copyKey = key + index
+            guard Key.isValid(copyKey) else { throw PublishError(.invalidID, key: key, field: field) }
+            let ids = try IDList.parse(row.child("attendeeIds"), key: key, field: field + "/attendeeIds")
+            var copy = ContentItem.strippingLists(row)
+            if try ContentItem.order(of: row, key: key, field: field + "/order") == nil {
+                copy = copy.settingChild("order", Node(leaf: ContentItem.orderValue(order)))
+            }
+            if try ContentItem.type(of: row, key: key, field: field + "/type") == nil {
+                copy = copy.settingChild("type", Node(leaf: .string(String(type.dropLast(3)))))
+            }
+            rows.append(CSVRow(index: index, copyKey: copyKey, attendeeIds: ids, raw: row, copy: copy))
+        }
+        return rows
+    }
+}
+
+extension ContentItem {
+    /// An order as a JSON number, integral values as integers (`8`, not `8.0`).
+    static func orderValue(_ order: Double) -> JSONValue {
+        if let i = Int64(exactly: order) { return .int(i) }
+        return .double(order)
+    }
+}

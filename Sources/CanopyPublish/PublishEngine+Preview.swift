@@ -1,0 +1,127 @@
+// PublishEngine+Preview -- what a publish would change (dry run) and the feed one attendee sees (preview).
+//
+// Dry-run output shape:
+//   {"ok": true, "locations": [{"path": "/public/admin/content", "added": [keys], "removed": [keys],
+//                               "changed": [keys]}, …],
+//    "unchangedLocations": n,
+//    "attendees": [{"id", "gains": [keys], "loses": [keys], "changes": [keys]}, …]}   (with a directory)
+// or, when pending content is invalid, {"ok": false, "error": {"code", "message", "key"?, "field"?}}.
+// Only locations and attendees with a difference are listed.
+
+import CanopyCore
+
+extension PublishEngine {
+    /// What publishing `pendingContent` would change, per derived location and, given a directory, per attendee.
+    public static func dryRun(root: Node, directory: AttendeeDirectory?) -> JSONValue {
+        let settings = PublishSettings(root: root)
+        let fan: FanOut
+        do {
+            fan = try fanOut(pending: root.node(at: PublishLayout.pendingContent), settings: settings)
+        } catch {
+            var members = [
+                JSONMember("code", .string(error.code)), JSONMember("message", .string(error.userMessage)),
+            ]
+            if let key = error.key { members.append(JSONMember("key", .string(key))) }
+            if let field = error.field { members.append(JSONMember("field", .string(field))) }
+            return .object([JSONMember("ok", .bool(false)), JSONMember("error", .object(members))])
+        }
+        let changes = derivedWrites(root: root, fanOut: fan)
+        let locations: [JSONValue] = changes.map { change in
+            let diff = keyDiff(old: root.node(at: change.path), new: change.node)
+            return .object([
+                JSONMember("path", .string(change.path.description)),
+                JSONMember("added", strings(diff.added)),
+                JSONMember("removed", strings(diff.removed)),
+                JSONMember("changed", strings(diff.changed)),
+            ])
+        }
+        var members = [
+            JSONMember("ok", .bool(true)),
+            JSONMember("locations", .array(locations)),
+            JSONMember(
+                "unchangedLocations",
+                .int(Int64(fan.locations().count - changes.filter { !$0.node.isEmpty }.count))),
+        ]
+        if let directory {
+            var attendees: [JSONValue] = []
+            for attendee in directory.attendees {
+                let before = feed(root: root, attendee: attendee, pending: false)
+                let after = merged(fan, attendee: attendee)
+                let diff = keyDiff(old: before, new: after)
+                if diff.added.isEmpty && diff.removed.isEmpty && diff.changed.isEmpty { continue }
+                attendees.append(
+                    .object([
+                        JSONMember("id", .string(attendee.id)),
+                        JSONMember("gains", strings(diff.added)),
+                        JSONMember("loses", strings(diff.removed)),
+                        JSONMember("changes", strings(diff.changed)),
+                    ]))
+            }
+            members.append(JSONMember("attendees", .array(attendees)))
+        }
+        return .object(members)
+    }
+
+    /// The merged, ordered feed `attendee` sees: from the derived locations as published, or (`pending`) as
+    /// publishing `pendingContent` now would make it. Invalid pending items are left out of a pending preview;
+    /// call `validate(root:)` first to report them.
+    public static func feed(root: Node, attendee: Attendee, pending: Bool) -> [(
+        key: String, item: Node
+    )] {
+        if pending {
+            let settings = PublishSettings(root: root)
+            let content = root.node(at: PublishLayout.pendingContent)
+            let items = content.children.compactMap { try? ContentItem(key: $0.key, node: $0.node) }
+            let fan = (try? fanOut(items: items, settings: settings)) ?? FanOut()
+            return merged(fan, attendee: attendee)
+        }
+        return FeedMerger.merge(
+            user: root.node(at: PublishLayout.userContent(attendee.id)),
+            tier: root.node(at: PublishLayout.tierContent(attendee.tierId)),
+            publicContent: root.node(at: PublishLayout.publicContent),
+            groups: attendee.groupIds.map { root.node(at: PublishLayout.groupContent($0)) },
+            attendee: attendee)
+    }
+
+    /// The feed `attendee` gets from the locations of `fan`.
+    static func merged(_ fan: FanOut, attendee: Attendee) -> [(key: String, item: Node)] {
+        FeedMerger.merge(
+            user: FanOut.node(fan.users[attendee.id] ?? [:]),
+            tier: FanOut.node(fan.tiers[attendee.tierId] ?? [:]),
+            publicContent: FanOut.node(fan.publicContent),
+            groups: attendee.groupIds.map { FanOut.node(fan.groups[$0] ?? [:]) },
+            attendee: attendee)
+    }
+
+    /// Keys only in `new`, only in `old`, and in both with different items; each in key order.
+    static func keyDiff(old: Node, new: Node) -> (
+        added: [String], removed: [String], changed: [String]
+    ) {
+        keyDiff(
+            old: old.children.map { ($0.key, $0.node) }, new: new.children.map { ($0.key, $0.node) })
+    }
+
+    static func keyDiff(old: [(key: String, item: Node)], new: [(key: String, item: Node)])
+        -> (added: [String], removed: [String], changed: [String])
+    {
+        var before: [JSONKey: Node] = [:]
+        for entry in old { before[JSONKey(entry.key)] = entry.item }
+        var added: [String] = []
+        var changed: [String] = []
+        var seen = Set<JSONKey>()
+        for entry in new {
+            let key = JSONKey(entry.key)
+            seen.insert(key)
+            if let previous = before[key] {
+                if previous != entry.item { changed.append(entry.key) }
+            } else {
+                added.append(entry.key)
+            }
+        }
+        let removed = old.map(\.key).filter { !seen.contains(JSONKey($0)) }
+        let byKey: (String, String) -> Bool = { compareKeys($0, $1) < 0 }
+        return (added.sorted(by: byKey), removed.sorted(by: byKey), changed.sorted(by: byKey))
+    }
+
+    private static func strings(_ keys: [String]) -> JSONValue { .array(keys.map { .string($0) }) }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyPublishPlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}

@@ -1,0 +1,190 @@
+// PublishEngineTests -- the writes of publish, per-item publish/unpublish, revert and rollback.
+
+import CanopyCore
+import CanopyPublish
+import Testing
+
+@Suite struct PublishEngineTests {
+    static let tierItem: JSONValue = ["order": 1, "type": "text", "tierIds": [101], "title": "VIP"]
+    static let userItem: JSONValue = [
+        "order": 2, "type": "text", "attendeeIds": ["u1"], "title": "Yours",
+    ]
+    static let globalItem: JSONValue = [
+        "order": 0, "type": "text", "checkAll": true, "title": "Hello",
+    ]
+
+    func publish(_ root: Node, now: Int64 = 1_000) throws -> Node {
+        root.applying(try PublishEngine.publishWrites(root: root, now: now, publisher: "admin"))
+    }
+
+    func paths(_ writes: [(path: Path, node: Node)]) -> [String] { writes.map(\.path.description) }
+
+    @Test func firstPublishWritesEveryLocationAndBookkeeping() throws {
+        let root = event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem])
+        let writes = try PublishEngine.publishWrites(root: root, now: 1_000, publisher: "admin")
+        let written = paths(writes)
+        #expect(written.contains("/public/admin/content"))
+        #expect(written.contains("/private/adminable/tiers/101/content"))
+        #expect(written.contains("/private/adminable/users/u1/content"))
+        #expect(written.contains("/private/admin/content"))
+        #expect(written.contains("/private/admin/lastPublishedAt"))
+        #expect(written.filter { $0.hasPrefix("/private/admin/publishHistory/") }.count == 1)
+        let after = root.applying(writes)
+        #expect(after.node(at: PublishLayout.content) == root.node(at: PublishLayout.pendingContent))
+        #expect(after.node(at: PublishLayout.lastPublishedAt).value == .int(1_000))
+    }
+
+    @Test func republishingUnchangedContentTouchesNoDerivedLocation() throws {
+        let root = try publish(
+            event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem]))
+        let written = paths(try PublishEngine.publishWrites(root: root, now: 2_000, publisher: "admin"))
+        #expect(written.filter { !$0.hasPrefix("/private/admin/") }.isEmpty)
+        #expect(!written.contains("/private/admin/content"))
+        #expect(written.contains("/private/admin/lastPublishedAt"))
+    }
+
+    @Test func onlyChangedLocationsAreWritten() throws {
+        let root = try publish(
+            event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem]))
+        let edited = root.setting(
+            Node(leaf: .string("VIP v2")),
+            at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))
+        let written = paths(try PublishEngine.publishWrites(root: edited, now: 2_000, publisher: nil))
+        #expect(written.contains("/private/adminable/tiers/101/content"))
+        #expect(!written.contains("/public/admin/content"))
+        #expect(!written.contains("/private/adminable/users/u1/content"))
+    }
+
+    @Test func aUserWhoLosesEverythingLosesTheirContentButKeepsSiblings() throws {
+        var root = try publish(event(pending: ["a": Self.globalItem, "c": Self.userItem]))
+        let profile = PublishLayout.users.child("u1").child("profile")
+        root = root.setting(Node(leaf: .string("kept")), at: profile)
+        root = root.setting(.empty, at: PublishLayout.pendingContent.child("c"))
+        let writes = try PublishEngine.publishWrites(root: root, now: 2_000, publisher: nil)
+        let userWrite = try #require(writes.first { $0.path == PublishLayout.userContent("u1") })
+        #expect(userWrite.node.isEmpty)
+        let after = root.applying(writes)
+        #expect(after.node(at: PublishLayout.userContent("u1")).isEmpty)
+        #expect(after.node(at: profile).value == .string("kept"))
+        #expect(!paths(writes).contains("/public/admin/content"))
+    }
+
+    @Test func writesNeverOverlap() throws {
+        var root = try publish(
+            event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem]))
+        root = root.setting(
+            Node.literal(["d": ["order": 3, "groupIds": [7]]]), at: PublishLayout.pendingContent)
+        let writes = try PublishEngine.publishWrites(root: root, now: 2_000, publisher: nil)
+        for (i, a) in writes.enumerated() {
+            for b in writes[(i + 1)...] {
+                #expect(!a.path.isAncestorOrSelf(of: b.path) && !b.path.isAncestorOrSelf(of: a.path))
+            }
+        }
+    }
+
+    @Test func nonNumericOrderIsRefusedNamingTheKey() throws {
+        let root = event(pending: ["good": Self.globalItem, "bad": ["order": "first", "type": "text"]])
+        #expect(throws: PublishError(.nonNumericOrder, key: "bad", field: "order")) {
+            try PublishEngine.publishWrites(root: root, now: 1, publisher: nil)
+        }
+        let error = PublishError(.nonNumericOrder, key: "bad", field: "order")
+        #expect(error.userMessage.contains("'bad'") && error.userMessage.contains("order"))
+        #expect(error.code == "invalid_item")
+    }
+
+    @Test func missingOrderIsRefused() {
+        let root = event(pending: ["x": ["type": "text", "title": "no order"]])
+        #expect(throws: PublishError(.missingOrder, key: "x", field: "order")) {
+            try PublishEngine.publishWrites(root: root, now: 1, publisher: nil)
+        }
+    }
+
+    @Test func revertCopiesContentIntoPending() throws {
+        var root = try publish(event(pending: ["a": Self.globalItem]))
+        root = root.setting(Node.literal(Self.tierItem), at: PublishLayout.pendingContent.child("b"))
+        let writes = PublishEngine.revertWrites(root: root)
+        #expect(writes.count == 1)
+        let after = root.applying(writes)
+        #expect(after.node(at: PublishLayout.pendingContent) == root.node(at: PublishLayout.content))
+    }
+
+    @Test func publishingOneItemLeavesOtherDraftsUnpublished() throws {
+        var root = try publish(event(pending: ["a": Self.globalItem, "b": Self.tierItem]))
+        root = root.setting(
+            Node(leaf: .string("new")),
+            at: PublishLayout.pendingContent.appending(Path(segments: ["a", "title"])))
+        root = root.setting(Node.literal(Self.userItem), at: PublishLayout.pendingContent.child("c"))
+        let after = root.applying(
+            try PublishEngine.publishItemWrites(root: root, key: "c", now: 2_000, publisher: nil))
+        #expect(after.node(at: PublishLayout.content).childKeys == ["a", "b", "c"])
+        #expect(
+            after.node(at: PublishLayout.content).child("a").child("title").value == .string("Hello"))
+        #expect(after.node(at: PublishLayout.userContent("u1")).childKeys == ["c"])
+    }
+
+    @Test func publishingADeletedItemRemovesIt() throws {
+        var root = try publish(event(pending: ["a": Self.globalItem, "b": Self.tierItem]))
+        root = root.setting(.empty, at: PublishLayout.pendingContent.child("b"))
+        let after = root.applying(
+            try PublishEngine.publishItemWrites(root: root, key: "b", now: 2_000, publisher: nil))
+        #expect(after.node(at: PublishLayout.content).childKeys == ["a"])
+        #expect(after.node(at: PublishLayout.tierContent("101")).isEmpty)
+        #expect(throws: PublishError(.unknownItem, key: "zz")) {
+            try PublishEngine.publishItemWrites(root: root, key: "zz", now: 1, publisher: nil)
+        }
+    }
+
+    @Test func unpublishRemovesFromEveryLocationButKeepsTheDraft() throws {
+        let root = try publish(event(pending: ["a": Self.globalItem, "b": Self.tierItem]))
+        let after = root.applying(
+            try PublishEngine.unpublishItemWrites(root: root, key: "a", now: 2_000, publisher: nil))
+        #expect(after.node(at: PublishLayout.publicContent).isEmpty)
+        #expect(after.node(at: PublishLayout.content).childKeys == ["b"])
+        #expect(after.node(at: PublishLayout.pendingContent).childKeys == ["a", "b"])
+        #expect(throws: PublishError(.notPublished, key: "zz")) {
+            try PublishEngine.unpublishItemWrites(root: root, key: "zz", now: 1, publisher: nil)
+        }
+    }
+
+    @Test func rollbackRepublishesASnapshot() throws {
+        let first = try publish(event(pending: ["a": Self.globalItem]), now: 1_000)
+        let firstID = try #require(first.node(at: PublishLayout.history).childKeys.first)
+        let second = try publish(
+            first.setting(Node.literal(["b": Self.tierItem]), at: PublishLayout.pendingContent),
+            now: 2_000)
+        #expect(second.node(at: PublishLayout.publicContent).isEmpty)
+        let rolled = second.applying(
+            try PublishEngine.rollbackWrites(
+                root: second, historyID: firstID, now: 3_000, publisher: "ops"))
+        #expect(rolled.node(at: PublishLayout.content) == first.node(at: PublishLayout.content))
+        #expect(rolled.node(at: PublishLayout.pendingContent) == first.node(at: PublishLayout.content))
+        #expect(rolled.node(at: PublishLayout.publicContent).childKeys == ["a"])
+        #expect(rolled.node(at: PublishLayout.tierContent("101")).isEmpty)
+        let history = rolled.node(at: PublishLayout.history)
+        #expect(history.childCount == 3)
+        #expect(history.children.last?.node.child("rollbackOf").value == .string(firstID))
+        #expect(throws: PublishError(.unknownHistoryEntry, key: "nope")) {
+            try PublishEngine.rollbackWrites(root: second, historyID: "nope", now: 1, publisher: nil)
+        }
+    }
+
+    @Test func historyRecordsWhoWhenCountAndHashAndKeepsTwenty() throws {
+        var root = event(pending: ["a": Self.globalItem])
+        for i in 0..<25 {
+            root = root.setting(
+                Node(leaf: .int(Int64(i))),
+                at: PublishLayout.pendingContent.appending(Path(segments: ["a", "rev"])))
+            root = try publish(root, now: 1_700_000_000_000 + Int64(i / 2))  // two publishes per millisecond
+        }
+        let history = root.node(at: PublishLayout.history)
+        #expect(history.childCount == PublishHistory.limit)
+        let newest = try #require(history.children.last?.node)
+        #expect(newest.child("publisher").value == .string("admin"))
+        #expect(newest.child("publishedAt").value == .int(1_700_000_000_012))
+        #expect(newest.child("itemCount").value == .int(1))
+        #expect(newest.child("contentHash").value == .string(root.node(at: PublishLayout.content).hash))
+        #expect(newest.child("content").child("a").child("rev").value == .int(24))
+        let oldest = try #require(history.children.first?.node)
+        #expect(oldest.child("content").child("a").child("rev").value == .int(5))
+    }
+}
