@@ -1,6 +1,6 @@
+import CSQLite
 // StoreWriter -- the writer thread's side of a namespace store: one connection, one transaction per group.
 import CanopyCore
-import CSQLite
 
 /// Applies groups of submissions to one namespace file, one transaction per group.
 ///
@@ -34,7 +34,9 @@ final class StoreWriter {
         sqlite3_busy_timeout(connection.database, 5_000)
         let mode = try connection.queryText("PRAGMA journal_mode = WAL")
         guard mode?.lowercased() == "wal" else {
-            throw SQLiteError(extendedResultCode: SQLITE_ERROR, message: "cannot switch to WAL mode", sql: "PRAGMA journal_mode = WAL")
+            throw SQLiteError(
+                extendedResultCode: SQLITE_ERROR, message: "cannot switch to WAL mode", sql: "PRAGMA journal_mode = WAL"
+            )
         }
         try connection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         _ = try connection.queryText("PRAGMA wal_autocheckpoint = \(options.walAutocheckpoint)")
@@ -50,7 +52,8 @@ final class StoreWriter {
     ///   - group: the submissions, in submission order.
     ///   - beforeCommit: test hook run just before COMMIT.
     /// - Returns: one result per submission: its revision, or why it failed.
-    func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>] {
+    func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
+    {
         do {
             try connection.execute(StoreSchema.SQL.begin)
         } catch {
@@ -129,7 +132,8 @@ final class StoreWriter {
             try sqlite { () throws(SQLiteError) in try upsert(key, kind: .leaf, value: text, priority: priorityText) }
         case .putPriority(let path, let priority):
             let priorityText = try LeafCodec.encode(priority, path: path)
-            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .priority, value: nil, priority: priorityText) }
+            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .priority, value: nil, priority: priorityText)
+            }
         }
     }
 

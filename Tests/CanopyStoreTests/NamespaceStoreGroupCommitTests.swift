@@ -10,7 +10,9 @@ import Testing
     let directory = TemporaryDirectory()
 
     /// A store whose first COMMIT waits until `release` is signalled.
-    private func storeWithHeldFirstCommit(_ entered: DispatchSemaphore, _ release: DispatchSemaphore) throws -> NamespaceStore {
+    private func storeWithHeldFirstCommit(_ entered: DispatchSemaphore, _ release: DispatchSemaphore) throws
+        -> NamespaceStore
+    {
         var options = StoreOptions()
         let isFirst = Atomic<Bool>(true)
         options.beforeCommit = {
