@@ -7,7 +7,8 @@
 // 3. With a limit, the first or last n kept children in index order remain.
 // 4. The result holds the kept children (full subtrees, in key order) and no top-level priority.
 // Cost: O(n) for the range filter, plus O(m log m) to order the m children in range when a limit or
-// `orderedChildren` needs index order (key index: no sort, the children already are in key order).
+// `orderedChildren` needs index order. The key index needs neither: the children already are in key order, so
+// its window is a binary-searched slice, O(log n + result).
 
 extension QuerySpec {
     /// The index value of one child (unused with the key index).
@@ -39,6 +40,7 @@ extension QuerySpec {
         if loadsAllData { return node }
         if node.entries.isEmpty { return .empty }
         let bounds = EvaluationBounds(self)
+        if index == .key { return keyWindow(of: node.entries, bounds) }
         var kept = node.entries.filter { bounds.contains($0, in: self) }
         if let limit {
             if limit.count < kept.count {
@@ -58,6 +60,40 @@ extension QuerySpec {
     /// Whether one child of a queried location lies within the range (the limit is not considered).
     public func isInRange(_ child: (key: String, node: Node)) -> Bool {
         EvaluationBounds(self).contains(child, in: self)
+    }
+
+    /// The key index orders like the children array: the range is found by binary search and the limit is a
+    /// slice, so the cost is O(log n + result).
+    private func keyWindow(of entries: [(key: String, node: Node)], _ bounds: EvaluationBounds) -> Node {
+        var low = entries.startIndex
+        var high = entries.endIndex
+        if bounds.start != nil {
+            low = partitionPoint(entries) { bounds.satisfiesStart($0, in: self) }
+        }
+        if bounds.end != nil {
+            high = max(low, partitionPoint(entries) { !bounds.satisfiesEnd($0, in: self) })
+        }
+        var range = low..<high
+        switch limit {
+        case .first(let n)?: range = low..<min(high, low + n)
+        case .last(let n)?: range = max(low, high - n)..<high
+        case nil: break
+        }
+        if range.isEmpty { return .empty }
+        return Node(validatedLeaf: nil, priority: nil, entries: Array(entries[range]))
+    }
+
+    /// The first index whose element satisfies `predicate`, which must be false then true along `entries`.
+    private func partitionPoint(
+        _ entries: [(key: String, node: Node)], _ predicate: ((key: String, node: Node)) -> Bool
+    ) -> Int {
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if predicate(entries[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
     }
 
     private func sortedByIndex(_ list: [(key: String, node: Node)]) -> [(key: String, node: Node)] {
@@ -92,15 +128,35 @@ private struct EvaluationBounds {
 
     func contains(_ child: (key: String, node: Node), in query: QuerySpec) -> Bool {
         var indexValue: Node?
-        if let start {
-            let c = compare(start, child, query, &indexValue)
-            if start.bound.isInclusive ? c > 0 : c >= 0 { return false }
-        }
-        if let end {
-            let c = compare(end, child, query, &indexValue)
-            if end.bound.isInclusive ? c < 0 : c <= 0 { return false }
-        }
-        return true
+        return satisfiesStart(child, in: query, &indexValue) && satisfiesEnd(child, in: query, &indexValue)
+    }
+
+    /// Whether the child is at or after the start bound (strictly after when exclusive).
+    func satisfiesStart(_ child: (key: String, node: Node), in query: QuerySpec) -> Bool {
+        var indexValue: Node?
+        return satisfiesStart(child, in: query, &indexValue)
+    }
+
+    /// Whether the child is at or before the end bound (strictly before when exclusive).
+    func satisfiesEnd(_ child: (key: String, node: Node), in query: QuerySpec) -> Bool {
+        var indexValue: Node?
+        return satisfiesEnd(child, in: query, &indexValue)
+    }
+
+    private func satisfiesStart(_ child: (key: String, node: Node), in query: QuerySpec, _ indexValue: inout Node?)
+        -> Bool
+    {
+        guard let start else { return true }
+        let c = compare(start, child, query, &indexValue)
+        return start.bound.isInclusive ? c <= 0 : c < 0
+    }
+
+    private func satisfiesEnd(_ child: (key: String, node: Node), in query: QuerySpec, _ indexValue: inout Node?)
+        -> Bool
+    {
+        guard let end else { return true }
+        let c = compare(end, child, query, &indexValue)
+        return end.bound.isInclusive ? c >= 0 : c > 0
     }
 
     /// Compares a bound with a child: negative when the bound sorts before the child.

@@ -238,4 +238,55 @@ import Testing
         #expect(!exclusive.isInRange((key: "b", node: Node(leaf: 5))))
         #expect(exclusive.isInRange((key: "c", node: Node(leaf: 5))))
     }
+
+    @Test func windowMatchesReferenceOnRandomData() {
+        var rng = SeededGenerator(seed: 2024)
+        let keys = ["a", "b", "c", "1", "2", "10", "-3", "aa", "z"]
+        let values: [JSONValue] = [1, 2, 2.5, "a", "b", true, false, ["h": 1], ["h": "x"], ["h": 2]]
+        let bounds: [JSONValue] = [.null, 1, 2, "a", "b", true, false, 2.5]
+        let indexes: [QueryIndex] = [.priority, .key, .value, .child(Path(segments: ["h"]))]
+        for _ in 0..<500 {
+            var children: [(key: String, node: Node)] = []
+            for key in keys where Bool.random(using: &rng) {
+                var child = try! Node.from(json: values.randomElement(using: &rng)!)
+                if Bool.random(using: &rng) {
+                    child = child.withPriority(bounds.filter(\.isNumberOrString).randomElement(using: &rng))
+                }
+                children.append((key, child))
+            }
+            let node = Node(children: children)
+            let index = indexes.randomElement(using: &rng)!
+            func bound(_ defaultName: QueryName) -> QueryBound? {
+                guard Bool.random(using: &rng) else { return nil }
+                let value: JSONValue =
+                    index == .key ? .string(keys.randomElement(using: &rng)!) : bounds.randomElement(using: &rng)!
+                let name: QueryName = Bool.random(using: &rng) ? defaultName : .name(keys.randomElement(using: &rng)!)
+                return QueryBound(value: value, name: name, isInclusive: Bool.random(using: &rng))
+            }
+            let limit: QueryLimit? = [nil, .first(Int(rng.next() % 4)), .last(Int(rng.next() % 4))].randomElement(
+                using: &rng)!
+            let q = QuerySpec(index: index, start: bound(.min), end: bound(.max), limit: limit)
+            var expected = q.orderedChildren(of: node).filter { q.isInRange($0) }.map(\.key)
+            switch limit {
+            case .first(let n)?: expected = Array(expected.prefix(n))
+            case .last(let n)?: expected = Array(expected.suffix(n))
+            case nil: break
+            }
+            let window = q.window(of: node)
+            if q.loadsAllData {
+                #expect(window === node)
+            } else {
+                #expect(q.orderedChildren(of: window).map(\.key) == expected, "\(q.wireObject())")
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    fileprivate var isNumberOrString: Bool {
+        switch self {
+        case .int, .double, .string: true
+        default: false
+        }
+    }
 }
