@@ -6,8 +6,10 @@ import Synchronization
 /// `canopy bench write` runs its workload here and through Canopy, and reports the ratio. Calls are
 /// serialised by a lock (one connection), so the class is safe to share between threads.
 public final class SQLiteBaseline: Sendable {
-    private static let createTable = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID"
-    private static let upsertSQL = "INSERT INTO kv (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2"
+    private static let createTable =
+        "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID"
+    private static let upsertSQL =
+        "INSERT INTO kv (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2"
 
     /// The connection and its one statement; only touched under the lock.
     private struct Connection {

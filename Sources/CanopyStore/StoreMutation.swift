@@ -41,6 +41,30 @@ public enum StoreMutation: Sendable {
         return mutations
     }
 
+    /// The mutations that replace the subtree at `path` with the tree `node`.
+    ///
+    /// Starts with `deleteSubtree(path)`, then one row per record of `node` (`Node.forEachRecord`): a `putLeaf`
+    /// per leaf, a `putPriority` per internal node with a priority. An empty node only deletes.
+    /// - Parameters:
+    ///   - path: where `node` goes.
+    ///   - node: the new subtree.
+    /// - Returns: the mutations, deletion first.
+    public static func replacingSubtree(at path: [String], with node: Node) -> [StoreMutation] {
+        var mutations: [StoreMutation] = [.deleteSubtree(path: path)]
+        node.forEachRecord(under: path) { record in
+            mutations.append(StoreMutation(record))
+        }
+        return mutations
+    }
+
+    /// The mutation that stores one record of a tree.
+    public init(_ record: NodeRecord) {
+        switch record {
+        case .leaf(let path, let value, let priority): self = .putLeaf(path: path, value: value, priority: priority)
+        case .priority(let path, let priority): self = .putPriority(path: path, priority: priority)
+        }
+    }
+
     private static let valueKey = ".value"
     private static let priorityKey = ".priority"
 
@@ -100,6 +124,14 @@ public struct StoredEntry: Sendable {
     public var value: JSONValue
     /// The node's priority, if any (always set for a priority row).
     public var priority: JSONValue?
+
+    /// The entry as a tree record, for `NodeBuilder.add(_:)`.
+    public var record: NodeRecord {
+        switch kind {
+        case .leaf: .leaf(path: path, value: value, priority: priority)
+        case .priority: .priority(path: path, priority: priority ?? .null)
+        }
+    }
 
     /// Creates an entry.
     public init(path: [String], kind: Kind, value: JSONValue, priority: JSONValue?) {

@@ -58,7 +58,8 @@ enum StoreSchema {
         static let hasMeta = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'"
         static let tableCount = "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"
         static let readMeta = "SELECT value FROM meta WHERE name = ?1"
-        static let writeMeta = "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = ?2"
+        static let writeMeta =
+            "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = ?2"
         static let readApplicationID = "PRAGMA application_id"
         static let writeApplicationID = "PRAGMA application_id = \(applicationID)"
 
@@ -104,7 +105,8 @@ enum StoreSchema {
     /// - Throws: `.invalidMutation` when a key is empty or contains "/" (it would alias another path).
     static func key(for path: [String]) throws(StoreError) -> String {
         for segment in path where segment.isEmpty || segment.utf8.contains(UInt8(ascii: "/")) {
-            throw StoreError(.invalidMutation, "a key must be non-empty and free of '/'", location: LeafCodec.display(path))
+            throw StoreError(
+                .invalidMutation, "a key must be non-empty and free of '/'", location: LeafCodec.display(path))
         }
         return path.joined(separator: "/")
     }
@@ -148,7 +150,8 @@ enum StoreSchema {
         } catch {
             if !connection.isAutocommit { try? connection.execute(SQL.rollback) }
             // Swift cannot yet prove the remaining errors are SQLiteError; they are (see the calls above).
-            let sqliteError = error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")
+            let sqliteError =
+                error as? SQLiteError ?? SQLiteError(extendedResultCode: SQLITE_ERROR, message: "\(error)")
             throw StoreError(sqliteError, location: file)
         }
     }
@@ -160,7 +163,8 @@ enum StoreSchema {
             let tables = try connection.queryText(SQL.tableCount)
             let applicationID = try connection.queryText(SQL.readApplicationID)
             guard tables == "0", applicationID == "0" else {
-                throw StoreError(.notAStore, "the file is an SQLite database but not a Canopy store", location: connection.path)
+                throw StoreError(
+                    .notAStore, "the file is an SQLite database but not a Canopy store", location: connection.path)
             }
             return 0
         }

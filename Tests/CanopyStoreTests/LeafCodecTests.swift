@@ -13,8 +13,8 @@ import Testing
         (.int(Int64.max), "9223372036854775807"),
         (.int(Int64.min), "-9223372036854775808"),
         (.double(1.5), "1.5"),
-        (.double(3.0), "3.0"),
-        (.double(1e20), "1e+20"),
+        (.double(1e21), "1e+21"),
+        (.double(2.5e-7), "2.5e-7"),
         (.double(-0.25), "-0.25"),
         (.string(""), "\"\""),
         (.string("hi \"there\""), "\"hi \\\"there\\\"\""),
@@ -29,11 +29,22 @@ import Testing
         #expect(kind(decoded) == kind(value))
     }
 
+    @Test func integralDoublesReadBackAsEqualIntegers() throws {
+        // JavaScript number text: 3.0 prints as "3"; CanopyCore treats .int(3) and .double(3) as equal.
+        #expect(try LeafCodec.encode(.double(3.0), path: []) == "3")
+        #expect(try LeafCodec.decode("3", key: "k") == .double(3.0))
+        #expect(try LeafCodec.encode(.double(1e20), path: []) == "100000000000000000000")
+        #expect(try LeafCodec.decode("100000000000000000000", key: "k") == .double(1e20))
+    }
+
     @Test func decodesEscapesItDoesNotWrite() throws {
         #expect(text(try LeafCodec.decode("\"\\ud83c\\udf32\\/\\t\"", key: "k")) == text(.string("🌲/\t")))
     }
 
-    @Test(arguments: ["", "nul", "tru", "\"open", "\"a\"b", "\"\\x\"", "\"\\ud83c\"", "1e999", "--1", "{}", "[1]"])
+    @Test(arguments: [
+        "", "nul", "tru", "\"open", "\"a\"b", "\"\\x\"", "\"\\ud83c\"", "1e999", "--1", "{}", "[1]", "null", "1 2",
+        "01",
+    ])
     func refusesMalformedText(_ json: String) {
         #expect(throws: StoreError.self) { try LeafCodec.decode(json, key: "k") }
     }

@@ -1,6 +1,6 @@
+import CSQLite
 // NamespaceStoreFailureTests -- a failed transaction changes nothing; bad files are refused clearly.
 import CanopyCore
-import CSQLite
 import Foundation
 import Synchronization
 import Testing

@@ -30,24 +30,37 @@ import Testing
     @Test func deepSubtreeReplaceLeavesTheRestAlone() throws {
         let store = try open()
         let initial: JSONValue = .object([
-            JSONMember("users", .object([
-                JSONMember("ann", .object([JSONMember("age", .int(30)), JSONMember("tags", .array([.string("x"), .string("y")]))])),
-                JSONMember("bob", .object([JSONMember("age", .int(41))])),
-            ])),
+            JSONMember(
+                "users",
+                .object([
+                    JSONMember(
+                        "ann",
+                        .object([
+                            JSONMember("age", .int(30)), JSONMember("tags", .array([.string("x"), .string("y")])),
+                        ])),
+                    JSONMember("bob", .object([JSONMember("age", .int(41))])),
+                ]))
         ])
         try commit(store, StoreMutation.replacingSubtree(at: [], with: initial))
-        #expect(try rows(of: store) == ["/users/ann/age=30", "/users/ann/tags/0=\"x\"", "/users/ann/tags/1=\"y\"", "/users/bob/age=41"])
+        #expect(
+            try rows(of: store) == [
+                "/users/ann/age=30", "/users/ann/tags/0=\"x\"", "/users/ann/tags/1=\"y\"", "/users/bob/age=41",
+            ])
 
-        try commit(store, StoreMutation.replacingSubtree(at: ["users", "ann"], with: .object([JSONMember("name", .string("Ann"))])))
+        try commit(
+            store,
+            StoreMutation.replacingSubtree(at: ["users", "ann"], with: .object([JSONMember("name", .string("Ann"))])))
         #expect(try rows(of: store) == ["/users/ann/name=\"Ann\"", "/users/bob/age=41"])
     }
 
     @Test func deletingASubtreeSparesSiblingsThatShareItsPrefix() throws {
         let store = try open()
-        try commit(store, [
-            leaf("a", .int(0)), leaf("a b", .int(1)), leaf("a0", .int(2)), leaf("a-1", .int(3)),
-            leaf("ab/c", .int(4)), leaf("b/a", .int(5)),
-        ])
+        try commit(
+            store,
+            [
+                leaf("a", .int(0)), leaf("a b", .int(1)), leaf("a0", .int(2)), leaf("a-1", .int(3)),
+                leaf("ab/c", .int(4)), leaf("b/a", .int(5)),
+            ])
         try commit(store, [delete("a")])
         #expect(try rows(of: store) == ["/a b=1", "/a-1=3", "/a0=2", "/ab/c=4", "/b/a=5"])
 
@@ -58,11 +71,13 @@ import Testing
 
     @Test func prioritiesOfLeavesAndInternalNodesRoundTrip() throws {
         let store = try open()
-        try commit(store, [
-            leaf("a/b", .string("v"), priority: .int(5)),
-            .putPriority(path: ["a"], priority: .string("high")),
-            leaf("c", .double(2.5), priority: .double(1.25)),
-        ])
+        try commit(
+            store,
+            [
+                leaf("a/b", .string("v"), priority: .int(5)),
+                .putPriority(path: ["a"], priority: .string("high")),
+                leaf("c", .double(2.5), priority: .double(1.25)),
+            ])
         #expect(try rows(of: store) == ["/a^\"high\"", "/a/b=\"v\"^5", "/c=2.5^1.25"])
 
         var entries: [StoredEntry] = []
@@ -83,6 +98,33 @@ import Testing
         ])
         try commit(store, StoreMutation.replacingSubtree(at: ["n"], with: value))
         #expect(try rows(of: store) == ["/n^1", "/n/x=\"v\"^\"p\""])
+    }
+
+    @Test func aTreeSurvivesAWriteAndReloadThroughNodeBuilder() throws {
+        let json = try JSONValue.parse(
+            """
+            {"rooms": {".priority": 3, "a": {"title": "hi", "n": 2.5, "ok": true, "tags": ["x", "y"]},
+                       "a b": {".value": "v", ".priority": "p"}, "a0": -1},
+             "users": {"ann": {"age": 30}}}
+            """)
+        let tree = try Node.from(json: json)
+        do {
+            let store = try open()
+            try commit(store, StoreMutation.replacingSubtree(at: [], with: tree))
+            store.flushAndClose()
+        }
+        let reopened = try open()
+        let builder = NodeBuilder()
+        try reopened.loadAll { entry in try builder.add(entry.record) }
+        #expect(builder.build() == tree)
+
+        // Replace one subtree with another tree, then reload again.
+        let room = try Node.from(json: try JSONValue.parse(#"{"title": "new", "deep": {"er": {"est": 1}}}"#))
+        try commit(reopened, StoreMutation.replacingSubtree(at: ["rooms", "a"], with: room))
+        let again = NodeBuilder()
+        try reopened.loadAll { entry in try again.add(entry.record) }
+        let expected = tree.setting(room, at: Path(segments: ["rooms", "a"]))
+        #expect(again.build() == expected)
     }
 
     @Test func reopeningKeepsRowsAndRevision() throws {

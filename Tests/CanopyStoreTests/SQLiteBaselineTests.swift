@@ -17,7 +17,9 @@ import Testing
             try? baseline.upsert(key: "t\(index)", value: "\(index)")
         }
         let reader = try SQLiteConnection(path: path, mode: .readOnly)
-        #expect(try reader.queryText("SELECT group_concat(key || '=' || value, ',') FROM kv") == "a=2,b=3,c=4,t0=0,t1=1,t2=2,t3=3")
+        #expect(
+            try reader.queryText("SELECT group_concat(key || '=' || value, ',') FROM kv")
+                == "a=2,b=3,c=4,t0=0,t1=1,t2=2,t3=3")
         #expect(try reader.queryText("PRAGMA journal_mode") == "wal")
     }
 

@@ -41,7 +41,8 @@ import Testing
             try insert.run()
         } throws: { error in
             let error = error as? SQLiteError
-            return error?.resultCode == SQLITE_CONSTRAINT && error?.extendedResultCode == SQLITE_CONSTRAINT | (6 << 8)  // SQLITE_CONSTRAINT_PRIMARYKEY
+            let primaryKeyViolation = SQLITE_CONSTRAINT | (6 << 8)  // SQLITE_CONSTRAINT_PRIMARYKEY (a macro)
+            return error?.resultCode == SQLITE_CONSTRAINT && error?.extendedResultCode == primaryKeyViolation
                 && error?.sql == "INSERT INTO t VALUES (?1)" && error?.userMessage.contains("secret-value") == false
         }
         #expect { try connection.prepare("SELEC nonsense") } throws: { error in
@@ -53,7 +54,9 @@ import Testing
         let path = directory.file()
         try SQLiteConnection(path: path).execute("CREATE TABLE t (x)")
         let reader = try SQLiteConnection(path: path, mode: .readOnly)
-        #expect { try reader.execute("INSERT INTO t VALUES (1)") } throws: { ($0 as? SQLiteError)?.resultCode == SQLITE_READONLY }
+        #expect { try reader.execute("INSERT INTO t VALUES (1)") } throws: {
+            ($0 as? SQLiteError)?.resultCode == SQLITE_READONLY
+        }
         #expect { try SQLiteConnection(path: directory.file("absent.sqlite"), mode: .readOnly) } throws: { error in
             (error as? SQLiteError)?.resultCode == SQLITE_CANTOPEN
         }

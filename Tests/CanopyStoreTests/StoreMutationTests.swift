@@ -10,7 +10,8 @@ import Testing
             let path = "/" + mutation.path.joined(separator: "/")
             switch mutation {
             case .deleteSubtree: return "delete " + path
-            case .putLeaf(_, let value, let priority): return "leaf \(path)=\(text(value))" + (priority.map { "^" + text($0) } ?? "")
+            case .putLeaf(_, let value, let priority):
+                return "leaf \(path)=\(text(value))" + (priority.map { "^" + text($0) } ?? "")
             case .putPriority(_, let priority): return "priority \(path)^\(text(priority))"
             }
         }
@@ -29,9 +30,10 @@ import Testing
             JSONMember(".priority", .int(9)),
             JSONMember("nullPriority", .object([JSONMember(".priority", .null), JSONMember("y", .string("z"))])),
         ])
-        #expect(describe(StoreMutation.replacingSubtree(at: ["r"], with: value)) == [
-            "delete /r", "leaf /r/list/0=1", "leaf /r/list/1/x=false", "leaf /r/p=0.5^\"q\"",
-            "leaf /r/nullPriority/y=\"z\"", "priority /r^9",
-        ])
+        #expect(
+            describe(StoreMutation.replacingSubtree(at: ["r"], with: value)) == [
+                "delete /r", "leaf /r/list/0=1", "leaf /r/list/1/x=false", "leaf /r/p=0.5^\"q\"",
+                "leaf /r/nullPriority/y=\"z\"", "priority /r^9",
+            ])
     }
 }

@@ -1,6 +1,6 @@
+import CSQLite
 // SQLiteError -- a failed SQLite call: result code, SQLite's message and the SQL text, never bound values.
 import CanopyCore
-import CSQLite
 
 /// A failed SQLite call.
 ///

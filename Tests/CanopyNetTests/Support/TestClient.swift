@@ -125,6 +125,30 @@ final class TestClient {
         return taken
     }
 
+    /// Reads exactly `count` bytes.
+    func readExactly(_ count: Int) throws -> [UInt8] {
+        while buffer.count < count {
+            guard try fill() else {
+                throw TestClientError(description: "closed after \(buffer.count) of \(count) bytes")
+            }
+        }
+        let taken = Array(buffer[0..<count])
+        buffer.removeFirst(count)
+        return taken
+    }
+
+    /// Reads one unmasked server WebSocket frame: (FIN+opcode byte, payload).
+    func readFrame() throws -> (first: UInt8, payload: [UInt8]) {
+        let header = try readExactly(2)
+        var length = Int(header[1] & 0x7F)
+        if length == 126 {
+            length = try readExactly(2).reduce(0) { $0 << 8 | Int($1) }
+        } else if length == 127 {
+            length = try readExactly(8).reduce(0) { $0 << 8 | Int($1) }
+        }
+        return (header[0], try readExactly(length))
+    }
+
     /// Reads until `marker` appears; returns everything up to and including it.
     func readUntil(_ marker: String) throws -> String {
         let needle = Array(marker.utf8)
@@ -155,11 +179,17 @@ final class TestClient {
     }
 
     private func firstIndex(of needle: [UInt8]) -> Int? {
-        guard buffer.count >= needle.count else { return nil }
-        for start in 0...(buffer.count - needle.count)
-        where buffer[start..<(start + needle.count)].elementsEqual(needle) {
-            return start
+        guard buffer.count >= needle.count, let first = needle.first else { return nil }
+        return buffer.withUnsafeBufferPointer { bytes -> Int? in
+            var start = 0
+            while start <= bytes.count - needle.count {
+                guard let candidate = bytes[start...(bytes.count - needle.count)].firstIndex(of: first) else {
+                    return nil
+                }
+                if bytes[candidate..<(candidate + needle.count)].elementsEqual(needle) { return candidate }
+                start = candidate + 1
+            }
+            return nil
         }
-        return nil
     }
 }
