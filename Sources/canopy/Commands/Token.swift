@@ -2,6 +2,7 @@
 
 import CanopyAuth
 import CanopyCore
+import CanopyPublish
 import CanopyServer
 import CanopyStore
 
