@@ -96,9 +96,16 @@ final class LoopThread: Sendable {
         let runner = try LoopThread { loop in
             loop.onSignals([SIGUSR2]) { signal in received.withLock { $0.append(signal) } }
         }
-        defer { runner.stopAndWait() }
-        // Directed at the loop thread, where the signal is blocked, so only the signalfd sees it.
+        defer {
+            runner.stopAndWait()
+            signal(SIGUSR2, SIG_IGN)  // the forwarding handler must not outlive the loop thread
+        }
+        // Directed at the loop thread, where the signal is blocked: the signalfd sees it.
         pthread_kill(runner.pthread, SIGUSR2)
         #expect(eventually { received.withLock { $0 } == [SIGUSR2] })
+        // Directed at the process: any test-runner thread (started before onSignals, signal unblocked)
+        // may take it; it is forwarded to the loop instead of killing the process.
+        kill(getpid(), SIGUSR2)
+        #expect(eventually { received.withLock { $0 } == [SIGUSR2, SIGUSR2] })
     }
 }
