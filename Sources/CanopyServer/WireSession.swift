@@ -6,7 +6,6 @@
 // piece count followed by the pieces. A connection's requests are handled strictly in order: writes and reads
 // wait for durability through their namespace, and replies are sent in request order.
 
-#if CANOPY_WEBSOCKET
 import CanopyCore
 import CanopyNet
 
@@ -299,7 +298,7 @@ final class WireSession {
                 self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The update could not be stored.")
             }
         } catch {
-            reply(r, "failure", "\(error)")
+            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
         }
     }
 
@@ -353,7 +352,7 @@ final class WireSession {
                 return
             }
         } catch {
-            reply(r, "failure", "\(error)")
+            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
             return
         }
         onDisconnect.append(DisconnectOperation(kind: kind, path: path, data: data, identity: identity))
@@ -418,6 +417,10 @@ final class WireSession {
         }
     }
 
+    private func reply(_ r: Int64?, _ status: String, _ message: String) {
+        reply(r, status, .string(message))
+    }
+
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
         guard let r else { return }
         send(["t": "d", "d": ["r": .int(r), "b": ["s": .string(status), "d": data]]])
@@ -480,4 +483,3 @@ final class WireSession {
         return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     }
 }
-#endif
