@@ -108,6 +108,7 @@ final class WireSession {
     }
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
+        logger.trace("wire.request", ["action": action, "r": r.map(String.init) ?? "-", "path": body["p"]?.stringValue ?? "-"])
         switch action {
         case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
         case "auth", "gauth": authenticate(r, body)

@@ -21,6 +21,11 @@ def test_pyrebase_crud(server):
 
 
 def test_pyrebase_without_credential_is_denied(server):
+    import requests
+    # Emulator namespaces start with open rules (like Firebase's emulator); close this one first.
+    r = requests.put(f"{server.url}/.settings/rules.json", data='{"rules":{"pyrebase":{"secret":{".read":false}}}}',
+                     headers={"Authorization": "Bearer owner"})
+    assert r.status_code == 200
     db = db_for(server)
     try:
         db.child("pyrebase").child("secret").get()
