@@ -47,7 +47,7 @@ let package = Package(
         tests("CanopyCoreTests", ["CanopyCore"]),
         tests("CanopyNetTests", ["CanopyNet"]),
         tests("CanopyStoreTests", ["CanopyStore"]),
-        tests("CanopyRulesTests", ["CanopyRules"]),
+        tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
         tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth"]),

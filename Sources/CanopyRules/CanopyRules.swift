@@ -1,2 +1,0 @@
-// CanopyRules -- placeholder until the module lands.
-import CanopyCore

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyRulesPlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}
