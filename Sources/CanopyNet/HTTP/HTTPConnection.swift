@@ -6,6 +6,8 @@
 //   (after an error response it first "lingers": shuts down its write side and discards input for a moment,
 //   so the client reads the error instead of a TCP reset).
 //   A streaming response (SSE) makes the connection draining too; it closes when the stream ends.
+//   A WebSocket upgrade also stops HTTP parsing; once the 101 is written, input goes to the WebSocket
+//   decoder (with any bytes that arrived behind the upgrade request) and frames share the same output.
 // Reading pauses (EPOLLIN interest dropped) while too many requests await answers or unwritten output is
 // above the soft limit. Output is appended during the loop pass and written by the server's flush hook;
 // EPOLLOUT interest is held only while output remains. One timer at a time guards the connection: idle
@@ -18,7 +20,7 @@ import CanopyCore
 #endif
 
 final class HTTPConnection {
-    private enum TimerKind { case none, idle, head, body, linger }
+    private enum TimerKind { case none, idle, head, body, linger, webSocketIdle }
 
     let id: Int
     let fd: Int32
@@ -35,6 +37,9 @@ final class HTTPConnection {
     /// No further requests are read; close once the pipeline is empty and output written.
     private var isDraining = false
     private var isStreaming = false
+    /// A 101 is queued; HTTP parsing has stopped and input is kept for the WebSocket.
+    private var isUpgrading = false
+    private var webSocket: WebSocketConnection?
     private var closeAfterWrite = false
     private var lingerOnClose = false
     private var isLingering = false
@@ -84,14 +89,25 @@ final class HTTPConnection {
         switch result {
         case .transferred(let count):
             lastActivity = monotonicNanoseconds()
+            let bytes = UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count])
             // Lingering or streaming: input is only read to notice the peer closing.
-            guard !isLingering, !isStreaming, !isDraining else { return }
-            parser.append(UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+            if isLingering || isStreaming { return }
+            if let webSocket {
+                webSocket.receive(bytes)
+                updateInterest()
+                return
+            }
+            if isUpgrading {
+                parser.append(bytes)
+                return
+            }
+            guard !isDraining else { return }
+            parser.append(bytes)
             processInput()
         case .wouldBlock:
             return
         case .endOfFile:
-            if isLingering || isStreaming || pipeline.isEmpty || peerClosed {
+            if isLingering || isStreaming || webSocket != nil || pipeline.isEmpty || peerClosed {
                 close()
             } else {
                 // Half-close after sending requests (`nc -N`, `curl` with `--no-keepalive`): answer, then close.
@@ -165,6 +181,28 @@ final class HTTPConnection {
         updateTimer()
     }
 
+    func upgradeStarted() {
+        isUpgrading = true
+        isDraining = true
+        markDirty()
+        updateInterest()
+        updateTimer()
+    }
+
+    /// A close frame was queued: close (lingering) once it is written.
+    func webSocketClosing() {
+        closeAfterWrite = true
+        lingerOnClose = true
+        markDirty()
+    }
+
+    /// Lets a WebSocket encode frames straight into the output buffer.
+    func appendOutput(_ write: (inout [UInt8]) -> Void) {
+        guard !isClosed else { return }
+        write(&output)
+        markDirty()
+    }
+
     func markDirty() {
         guard !isClosed else { return }
         server?.markDirty(self)
@@ -213,9 +251,18 @@ final class HTTPConnection {
                     abandonPipeline()
                 }
                 return
+            case .upgrade(let upgraded, let responseBytes):
+                pipeline.removeFirst()
+                output.append(contentsOf: responseBytes)
+                abandonPipeline()
+                isUpgrading = false
+                webSocket = upgraded
+                let early = parser.takeRemainingBytes()
+                if !early.isEmpty { upgraded.receive(early) }
+                return
             }
         }
-        if isDraining { closeAfterWrite = true }
+        if isDraining && webSocket == nil { closeAfterWrite = true }
     }
 
     private func abandonPipeline() {
@@ -234,6 +281,7 @@ final class HTTPConnection {
             switch result {
             case .transferred(let count):
                 outputOffset += count
+                lastActivity = monotonicNanoseconds()
             case .wouldBlock:
                 break
             case .endOfFile, .failed:
@@ -253,7 +301,7 @@ final class HTTPConnection {
             output.removeSubrange(0..<outputOffset)
             outputOffset = 0
         }
-        if isStreaming && streamingBacklog > limits.outputHardLimitBytes {
+        if (isStreaming || webSocket != nil) && streamingBacklog > limits.outputHardLimitBytes {
             server?.logger.warning("conn.output_limit", ["conn": "\(id)", "peer": remoteAddress])
             close()
             return
@@ -290,6 +338,7 @@ final class HTTPConnection {
         for entry in pipeline {
             if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
         }
+        webSocket?.terminate(code: 1001)  // going away
         markDirty()
         updateInterest()
         updateTimer()
@@ -309,8 +358,13 @@ final class HTTPConnection {
         outputOffset = 0
         for entry in entries {
             entry.isAbandoned = true
-            if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
+            switch entry.state {
+            case .stream(let stream): stream.markClosed(notify: true)
+            case .upgrade(let upgraded, _): upgraded.markClosed(notify: false)
+            default: break
+            }
         }
+        webSocket?.markClosed(notify: true)
         server?.connectionClosed(self)
     }
 
@@ -318,13 +372,18 @@ final class HTTPConnection {
 
     private func updateInterest() {
         guard !isClosed else { return }
-        let readable = isLingering || isStreaming || (!isDraining && !isBackpressured)
+        let isWebSocketOpen = webSocket.map { !$0.isClosed } ?? false
+        let readable =
+            isLingering || isStreaming
+            || (isWebSocketOpen && pendingOutputBytes <= limits.outputSoftLimitBytes)
+            || (!isDraining && !isBackpressured)
         loop.setInterest(fd: fd, readable: readable, writable: pendingOutputBytes > 0)
     }
 
     private func desiredTimer() -> TimerKind {
         if isClosed { return .none }
         if isLingering { return .linger }
+        if webSocket != nil { return .webSocketIdle }
         if isStreaming || !pipeline.isEmpty { return .none }
         if pendingOutputBytes > 0 { return .idle }
         switch parser.phase {
@@ -348,6 +407,7 @@ final class HTTPConnection {
         case .head: milliseconds = limits.headerTimeoutMs
         case .body: milliseconds = limits.bodyTimeoutMs
         case .linger: milliseconds = limits.lingerTimeoutMs
+        case .webSocketIdle: milliseconds = limits.idleTimeoutMs
         }
         timer = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in self?.timerFired(kind) }
     }
@@ -364,15 +424,28 @@ final class HTTPConnection {
         case .head:
             fail(status: 408, message: "Request timeout")
         case .body:
-            let idleFor = Int64((monotonicNanoseconds() - lastActivity) / 1_000_000)
-            if idleFor < limits.bodyTimeoutMs {
-                timerKind = .body
-                timer = loop.schedule(afterMilliseconds: limits.bodyTimeoutMs - idleFor) { [weak self] in
-                    self?.timerFired(.body)
-                }
-            } else {
+            if !rescheduleIfActive(kind, timeoutMs: limits.bodyTimeoutMs) {
                 fail(status: 408, message: "Request timeout")
             }
+        case .webSocketIdle:
+            guard !rescheduleIfActive(kind, timeoutMs: limits.idleTimeoutMs) else { return }
+            if let webSocket, !webSocket.isClosed {
+                webSocket.terminate(code: 1001)  // going away; closes once the close frame is written
+                updateTimer()
+            } else {
+                close()  // even the close frame could not be written
+            }
         }
+    }
+
+    /// Inactivity timers are not reset on every read; when one fires early relative to the last
+    /// activity it is re-armed for the remainder.
+    /// - Returns: true if re-armed, false if the connection really was inactive for `timeoutMs`.
+    private func rescheduleIfActive(_ kind: TimerKind, timeoutMs: Int64) -> Bool {
+        let idleFor = Int64((monotonicNanoseconds() - lastActivity) / 1_000_000)
+        guard idleFor < timeoutMs else { return false }
+        timerKind = kind
+        timer = loop.schedule(afterMilliseconds: timeoutMs - idleFor) { [weak self] in self?.timerFired(kind) }
+        return true
     }
 }

@@ -5,9 +5,9 @@
 /// Responses leave in request order even when handlers complete out of order (pipelining): an answer is
 /// held until every earlier one on the same connection has been written.
 public final class HTTPResponder {
-    private weak var connection: HTTPConnection?
+    private(set) weak var connection: HTTPConnection?
     let entry: PipelineEntry
-    private var hasAnswered = false
+    fileprivate(set) var hasAnswered = false
 
     init(connection: HTTPConnection, entry: PipelineEntry) {
         self.connection = connection
@@ -59,6 +59,20 @@ public final class HTTPResponder {
     }
 }
 
+extension HTTPResponder {
+    /// Switches the connection to WebSocket once `responseBytes` (the 101) are written.
+    func acceptUpgrade(responseBytes: [UInt8], limits: WebSocketLimits) -> WebSocketConnection? {
+        precondition(!hasAnswered, "HTTPResponder answered twice")
+        hasAnswered = true
+        guard let connection, !isClosed else { return nil }
+        connection.loop.assertInLoop()
+        let webSocket = WebSocketConnection(connection: connection, limits: limits)
+        entry.state = .upgrade(webSocket, responseBytes)
+        connection.upgradeStarted()
+        return webSocket
+    }
+}
+
 /// A pipeline slot: what a request has produced so far.
 final class PipelineEntry {
     enum State {
@@ -66,6 +80,7 @@ final class PipelineEntry {
         case interim([UInt8])
         case response(HTTPResponse)
         case stream(HTTPStream)
+        case upgrade(WebSocketConnection, [UInt8])
     }
     var state: State
     let keepAlive: Bool

@@ -125,6 +125,30 @@ final class TestClient {
         return taken
     }
 
+    /// Reads exactly `count` bytes.
+    func readExactly(_ count: Int) throws -> [UInt8] {
+        while buffer.count < count {
+            guard try fill() else {
+                throw TestClientError(description: "closed after \(buffer.count) of \(count) bytes")
+            }
+        }
+        let taken = Array(buffer[0..<count])
+        buffer.removeFirst(count)
+        return taken
+    }
+
+    /// Reads one unmasked server WebSocket frame: (FIN+opcode byte, payload).
+    func readFrame() throws -> (first: UInt8, payload: [UInt8]) {
+        let header = try readExactly(2)
+        var length = Int(header[1] & 0x7F)
+        if length == 126 {
+            length = try readExactly(2).reduce(0) { $0 << 8 | Int($1) }
+        } else if length == 127 {
+            length = try readExactly(8).reduce(0) { $0 << 8 | Int($1) }
+        }
+        return (header[0], try readExactly(length))
+    }
+
     /// Reads until `marker` appears; returns everything up to and including it.
     func readUntil(_ marker: String) throws -> String {
         let needle = Array(marker.utf8)

@@ -1,0 +1,146 @@
+// WebSocketConnection -- an upgraded connection: delivers text messages, sends frames, runs the close handshake.
+
+/// Settings for upgraded connections.
+public struct WebSocketLimits: Sendable, Equatable {
+    /// Largest incoming message, all fragments together (1009 beyond). Default 17 MiB: the Firebase SDKs'
+    /// 16 MB write limit plus envelope.
+    public var maxMessageBytes = 17 * 1024 * 1024
+
+    /// Creates the default limits.
+    public init() {}
+}
+
+/// One WebSocket peer, server side. Loop-confined.
+///
+/// Messages sent in one loop pass leave in one write. Pings are answered automatically. ``onClose`` fires
+/// once when the connection ends for any reason other than the owner's own ``close(code:)``: the peer sent
+/// a close frame or disconnected, a protocol error (answered with 1002, 1007 or 1009), the output hard limit,
+/// the idle timeout, or server shutdown (1001).
+public final class WebSocketConnection {
+    private weak var connection: HTTPConnection?
+    private var decoder: WebSocketDecoder
+
+    /// Called for each complete text message.
+    public var onText: ((String) -> Void)?
+    /// Called for each complete binary message.
+    public var onBinary: (([UInt8]) -> Void)?
+    /// Called once when the peer or the server ends the connection (not after ``close(code:)``).
+    public var onClose: (() -> Void)?
+    /// True once a close frame was sent or received, or the socket is gone.
+    public private(set) var isClosed = false
+    /// The status code in the peer's close frame, if it sent one.
+    public private(set) var peerCloseCode: UInt16?
+    /// The peer as `address:port`.
+    public let remoteAddress: String
+
+    init(connection: HTTPConnection, limits: WebSocketLimits) {
+        self.connection = connection
+        self.remoteAddress = connection.remoteAddress
+        self.decoder = WebSocketDecoder(maxMessageBytes: limits.maxMessageBytes)
+    }
+
+    /// Bytes queued but not yet written to the socket (compare with the server's limits to shed load).
+    public var bufferedBytes: Int { connection?.pendingOutputBytes ?? 0 }
+
+    /// Sends one text message as a single frame.
+    public func send(text: String) {
+        sendFrame(.text, payload: text.utf8)
+    }
+
+    /// Sends one binary message as a single frame.
+    public func send(binary: [UInt8]) {
+        sendFrame(.binary, payload: binary)
+    }
+
+    /// Sends a close frame with `code` and closes the connection once it is written.
+    public func close(code: UInt16 = 1000) {
+        guard !isClosed else { return }
+        sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: code))
+        finish(notify: false)
+    }
+
+    // MARK: Called by the connection
+
+    /// Decodes received bytes and dispatches the events.
+    func receive(_ bytes: some Collection<UInt8>) {
+        decoder.append(bytes)
+        while !isClosed {
+            let event: WebSocketEvent?
+            do {
+                event = try decoder.next()
+            } catch {
+                sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: error.closeCode))
+                finish(notify: true)
+                return
+            }
+            guard let event else { return }
+            switch event {
+            case .text(let text): onText?(text)
+            case .binary(let bytes): onBinary?(bytes)
+            case .ping(let payload): sendFrame(.pong, payload: payload)
+            case .pong: break
+            case .close(let code, _):
+                peerCloseCode = code
+                // Echo the peer's code (§5.5.1); an empty close is answered with an empty close.
+                sendFrame(.close, payload: code.map { WebSocketFrameEncoder.closePayload(code: $0) } ?? [])
+                finish(notify: true)
+            }
+        }
+    }
+
+    /// The server ends the connection (shutdown: 1001 going away; idle timeout).
+    func terminate(code: UInt16) {
+        guard !isClosed else { return }
+        sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: code))
+        finish(notify: true)
+    }
+
+    /// The socket is gone.
+    func markClosed(notify: Bool) {
+        guard !isClosed else { return }
+        isClosed = true
+        let callback = onClose
+        onClose = nil
+        onText = nil
+        onBinary = nil
+        if notify { callback?() }
+    }
+
+    private func sendFrame(_ opcode: WebSocketOpcode, payload: some Collection<UInt8>) {
+        guard !isClosed, let connection, !connection.isClosed else { return }
+        connection.loop.assertInLoop()
+        connection.appendOutput { out in WebSocketFrameEncoder.encode(opcode, payload: payload, into: &out) }
+    }
+
+    private func finish(notify: Bool) {
+        guard !isClosed else { return }
+        connection?.webSocketClosing()
+        markClosed(notify: notify)
+    }
+}
+
+extension HTTPResponder {
+    /// Accepts the request as a WebSocket opening handshake and switches the connection to WebSocket.
+    ///
+    /// The `101 Switching Protocols` response goes out after earlier responses on the connection; no
+    /// extension (permessage-deflate) or subprotocol is negotiated. If the handshake is invalid this
+    /// responder answers with 400 (426 for a wrong `Sec-WebSocket-Version`) and returns nil.
+    /// - Parameters:
+    ///   - request: the request this responder belongs to.
+    ///   - limits: message size limit for the connection.
+    /// - Returns: the connection (set its callbacks right away), or nil after an error response.
+    public func upgradeToWebSocket(_ request: HTTPRequest, limits: WebSocketLimits = WebSocketLimits())
+        -> WebSocketConnection?
+    {
+        let accept: String
+        do {
+            accept = try WebSocketHandshake.validate(request)
+        } catch {
+            var response = HTTPResponse.error(status: error.status, message: error.userMessage)
+            if error == .unsupportedVersion { response.headers.append(("Sec-WebSocket-Version", "13")) }
+            respond(response)
+            return nil
+        }
+        return acceptUpgrade(responseBytes: WebSocketHandshake.response(accept: accept), limits: limits)
+    }
+}
