@@ -1,2 +1,0 @@
-// CanopyStore -- placeholder until the module lands.
-import CanopyCore

@@ -1,0 +1,137 @@
+// NamespaceStore -- one namespace's SQLite file, written by a dedicated thread with group commit.
+import CanopyCore
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The persistent copy of one namespace's tree, in one SQLite file.
+///
+/// Writes go through `submit(_:completion:)`, from any thread. A dedicated writer thread owns the
+/// write connection (SQLite never runs on an event loop or the Swift concurrency pool, where a
+/// blocking fsync would starve other work). Everything submitted while a transaction commits goes
+/// into the next transaction together (group commit); a completion runs only after its transaction's
+/// COMMIT returned, so an acknowledged write is durable (WAL, `synchronous=FULL` by default).
+///
+/// ```swift
+/// let store = try NamespaceStore(path: directory.storePath(for: "chat"), options: StoreOptions())
+/// try store.loadAll { entry in tree.insert(entry) }               // at start-up
+/// store.submit(StoreMutation.replacingSubtree(at: ["rooms", "a"], with: value)) { result in
+///     // on the writer thread: acknowledge the client, or report the failure
+/// }
+/// store.flushAndClose()                                           // at shutdown
+/// ```
+public final class NamespaceStore: Sendable {
+    /// The database file.
+    public let path: String
+    private let options: StoreOptions
+    private let queue = SubmissionQueue()
+    /// Signalled by the writer thread once it has closed its connection.
+    private let writerFinished = DispatchSemaphore(value: 0)
+    private let isClosed = Mutex(false)
+
+    /// Opens (creating if needed) the store at `path` and starts its writer thread.
+    ///
+    /// A new file is created with mode 0600. The file is switched to WAL mode and migrated to the
+    /// current schema.
+    /// - Parameters:
+    ///   - path: the database file, normally from `DataDirectory.storePath(for:)`.
+    ///   - options: durability and limits.
+    /// - Throws: `StoreError` when the file cannot be created, opened or migrated (`.unsupportedSchemaVersion`
+    ///   for a file written by a newer Canopy).
+    public init(path: String, options: StoreOptions = StoreOptions()) throws(StoreError) {
+        // Before any property is set: a throw here must not run deinit (which waits for a writer thread).
+        try Self.createPrivateFile(at: path)
+        self.path = path
+        self.options = options
+
+        let opened = Mutex<Result<UInt64, StoreError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [queue, writerFinished] in
+            let writer: StoreWriter
+            do throws(StoreError) {
+                writer = try StoreWriter(path: path, options: options)
+            } catch {
+                opened.withLock { $0 = .failure(error) }
+                ready.signal()
+                writerFinished.signal()
+                return
+            }
+            queue.revision.store(writer.revision, ordering: .releasing)
+            opened.withLock { $0 = .success(writer.revision) }
+            ready.signal()
+            Self.runWriter(writer, queue: queue, options: options)
+            writer.close()
+            writerFinished.signal()
+        }
+        thread.name = "canopy.store"
+        thread.start()
+        ready.wait()
+        if case .failure(let error) = opened.withLock({ $0 }) {
+            isClosed.withLock { $0 = true }
+            _ = queue.close()
+            throw error
+        }
+    }
+
+    deinit { flushAndClose() }
+
+    /// The revision of the last committed submission (0 for a new store). Survives reopening.
+    public var revision: UInt64 { queue.revision.load(ordering: .acquiring) }
+
+    /// Transactions committed since the store was opened.
+    var transactionCount: UInt64 { queue.transactionCount.load(ordering: .relaxed) }
+
+    /// Queues `mutations` to be applied atomically, after everything submitted before.
+    ///
+    /// Thread-safe. `completion` runs on the writer thread, in submission order, after the COMMIT that made the
+    /// mutations durable, with the submission's revision (each successful submission gets the next one). On
+    /// failure nothing of the submission is stored: a refused mutation fails its own submission only; a failed
+    /// transaction (disk full, I/O error) fails every submission in it. After `flushAndClose()` the completion
+    /// runs at once, on the caller's thread, with `.closed`. A completion must not block for long or call
+    /// `flushAndClose()` (it would wait for itself).
+    /// - Parameters:
+    ///   - mutations: applied in order, all or nothing.
+    ///   - completion: called exactly once.
+    public func submit(
+        _ mutations: [StoreMutation], completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
+    ) {
+        let submission = SubmissionQueue.Submission(mutations: mutations, completion: completion)
+        if !queue.enqueue(submission) {
+            completion(.failure(StoreError(.closed, "the store is closed", location: path)))
+        }
+    }
+
+    /// Waits for every queued submission to commit, checkpoints the WAL into the database file and closes it.
+    ///
+    /// Idempotent; later submissions fail with `.closed`. Must not be called from a completion.
+    public func flushAndClose() {
+        let isFirst = isClosed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard isFirst else { return }
+        _ = queue.close()
+        writerFinished.wait()
+    }
+
+    /// The writer thread's loop: one transaction per group until the queue closes.
+    private static func runWriter(_ writer: StoreWriter, queue: SubmissionQueue, options: StoreOptions) {
+        while let group = queue.nextGroup(mutationLimit: options.maximumMutationsPerTransaction) {
+            let results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
+            queue.revision.store(writer.revision, ordering: .releasing)
+            queue.transactionCount.add(1, ordering: .relaxed)
+            for (submission, result) in zip(group, results) {
+                submission.completion(result)
+            }
+        }
+    }
+
+    /// Creates `path` with mode 0600 when it does not exist (SQLite's WAL and shm files copy its mode).
+    private static func createPrivateFile(at path: String) throws(StoreError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StoreError(.fileSystem, "cannot create the store file (errno \(errno))", location: path)
+        }
+        close(descriptor)
+    }
+}

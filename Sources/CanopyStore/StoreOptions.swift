@@ -1,0 +1,37 @@
+// StoreOptions -- durability and size settings for a namespace store.
+
+/// Settings for opening a `NamespaceStore` (and `SQLiteBaseline`, so benchmarks compare like with like).
+public struct StoreOptions: Sendable {
+    /// SQLite's `PRAGMA synchronous` in WAL mode.
+    public enum Synchronous: String, Sendable {
+        /// fsync the WAL on every commit: an acknowledged write survives power loss. The default.
+        case full = "FULL"
+        /// fsync only at checkpoints: an acknowledged write survives a process crash (`kill -9`) but the
+        /// last commits may be lost on power failure.
+        case normal = "NORMAL"
+    }
+
+    /// How hard each commit waits for the disk. Default `.full`.
+    public var synchronous: Synchronous = .full
+    /// WAL pages after which a commit also checkpoints (`PRAGMA wal_autocheckpoint`). Default 1000 (SQLite's).
+    public var walAutocheckpoint: Int = 1000
+    /// Page-cache size in KiB for the writer connection (`PRAGMA cache_size = -N`). Default 8192 (8 MiB).
+    public var cacheSizeKiB: Int = 8192
+    /// Upper bound on the database size in pages (`PRAGMA max_page_count`), or `nil` for SQLite's default.
+    /// A write that would grow past it fails with `SQLITE_FULL`, like a full disk.
+    public var maximumPageCount: Int? = nil
+    /// Most mutations applied in one transaction before the writer commits and starts another.
+    /// Bounds a commit's latency and the WAL's growth under a flood of writes. Default 10 000.
+    public var maximumMutationsPerTransaction: Int = 10_000
+
+    /// Test hook: called on the writer thread after a group's mutations are applied and before COMMIT.
+    var beforeCommit: (@Sendable () -> Void)? = nil
+
+    /// Default settings: WAL, `synchronous=FULL`.
+    public init() {}
+
+    /// Settings with the given durability.
+    public init(synchronous: Synchronous) {
+        self.synchronous = synchronous
+    }
+}

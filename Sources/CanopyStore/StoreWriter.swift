@@ -1,0 +1,173 @@
+import CSQLite
+// StoreWriter -- the writer thread's side of a namespace store: one connection, one transaction per group.
+import CanopyCore
+
+/// Applies groups of submissions to one namespace file, one transaction per group.
+///
+/// Confined to the store's writer thread (it owns a non-Sendable connection and statement cache).
+/// Each submission runs inside its own SAVEPOINT, so a submission that is refused (a bad mutation)
+/// fails alone and leaves no trace, while the rest of its group commits. A failure that ends the
+/// whole transaction (COMMIT fails, or SQLite rolls back by itself after `SQLITE_FULL`/`SQLITE_IOERR`)
+/// fails every submission of the group; nothing of the group is on disk.
+final class StoreWriter {
+    let connection: SQLiteConnection
+    private var cache: StatementCache
+    /// The revision of the last committed submission.
+    private(set) var revision: UInt64
+
+    /// Opens `path` for writing: configures WAL and durability, then migrates the schema.
+    ///
+    /// - Throws: `StoreError` when the file cannot be opened, configured or migrated.
+    init(path: String, options: StoreOptions) throws(StoreError) {
+        do {
+            connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
+            try Self.configure(connection, options: options)
+        } catch {
+            throw StoreError(error, location: path)
+        }
+        revision = try StoreSchema.migrate(connection)
+        cache = StatementCache(connection: connection)
+    }
+
+    /// Applies the pragmas every Canopy writer uses (shared with `SQLiteBaseline` so benchmarks compare alike).
+    static func configure(_ connection: SQLiteConnection, options: StoreOptions) throws(SQLiteError) {
+        sqlite3_busy_timeout(connection.database, 5_000)
+        let mode = try connection.queryText("PRAGMA journal_mode = WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw SQLiteError(
+                extendedResultCode: SQLITE_ERROR, message: "cannot switch to WAL mode", sql: "PRAGMA journal_mode = WAL"
+            )
+        }
+        try connection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        _ = try connection.queryText("PRAGMA wal_autocheckpoint = \(options.walAutocheckpoint)")
+        try connection.execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
+        if let pages = options.maximumPageCount {
+            _ = try connection.queryText("PRAGMA max_page_count = \(pages)")
+        }
+    }
+
+    /// Applies `group` in one transaction and commits it.
+    ///
+    /// - Parameters:
+    ///   - group: the submissions, in submission order.
+    ///   - beforeCommit: test hook run just before COMMIT.
+    /// - Returns: one result per submission: its revision, or why it failed.
+    func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
+    {
+        do {
+            try connection.execute(StoreSchema.SQL.begin)
+        } catch {
+            return failAll(group, StoreError(error, location: connection.path))
+        }
+        var results: [Result<UInt64, StoreError>] = []
+        results.reserveCapacity(group.count)
+        var next = revision
+        for mutations in group {
+            switch applyInSavepoint(mutations) {
+            case .success:
+                next += 1
+                results.append(.success(next))
+            case .failure(let error) where connection.isAutocommit:
+                // SQLite ended the transaction itself: earlier submissions are gone too.
+                return failAll(group, error)
+            case .failure(let error):
+                results.append(.failure(error))
+            }
+        }
+        do {
+            if next != revision {
+                let write = try cache.statement(StoreSchema.SQL.writeMeta)
+                try write.bind(StoreSchema.MetaName.revision, at: 1)
+                try write.bind(Int64(next), at: 2)
+                try write.run()
+            }
+            beforeCommit?()
+            try connection.execute(StoreSchema.SQL.commit)
+        } catch {
+            return failAll(group, StoreError(error, location: connection.path))
+        }
+        revision = next
+        return results
+    }
+
+    /// Checkpoints the WAL into the database file and closes the connection.
+    func close() {
+        cache.removeAll()
+        _ = try? connection.queryText("PRAGMA wal_checkpoint(TRUNCATE)")
+        try? connection.close()
+    }
+
+    private func applyInSavepoint(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {
+        do {
+            try connection.execute(StoreSchema.SQL.savepoint)
+        } catch {
+            return .failure(StoreError(error, location: connection.path))
+        }
+        do throws(StoreError) {
+            for mutation in mutations { try apply(mutation) }
+            try sqlite { () throws(SQLiteError) in try connection.execute(StoreSchema.SQL.release) }
+            return .success(())
+        } catch {
+            if !connection.isAutocommit {
+                do {
+                    try connection.execute(StoreSchema.SQL.rollbackToSavepoint)
+                    try connection.execute(StoreSchema.SQL.release)
+                } catch {
+                    try? connection.execute(StoreSchema.SQL.rollback)
+                    return .failure(StoreError(error, location: connection.path))
+                }
+            }
+            return .failure(error)
+        }
+    }
+
+    private func apply(_ mutation: StoreMutation) throws(StoreError) {
+        let key = try StoreSchema.key(for: mutation.path)
+        switch mutation {
+        case .deleteSubtree:
+            try sqlite { () throws(SQLiteError) in try deleteSubtree(key) }
+        case .putLeaf(let path, let value, let priority):
+            let text = try LeafCodec.encode(value, path: path)
+            let priorityText = try priority.map { (p) throws(StoreError) in try LeafCodec.encode(p, path: path) }
+            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .leaf, value: text, priority: priorityText) }
+        case .putPriority(let path, let priority):
+            let priorityText = try LeafCodec.encode(priority, path: path)
+            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .priority, value: nil, priority: priorityText)
+            }
+        }
+    }
+
+    /// Deletes the row at `key` and the rows below it (see "SUBTREE RANGES" in StoreSchema).
+    private func deleteSubtree(_ key: String) throws(SQLiteError) {
+        if key.isEmpty {
+            try cache.statement(StoreSchema.SQL.deleteAll).run()
+            return
+        }
+        let exact = try cache.statement(StoreSchema.SQL.deleteKey)
+        try exact.bind(key, at: 1)
+        try exact.run()
+        let range = try cache.statement(StoreSchema.SQL.deleteRange)
+        try range.bind(key + "/", at: 1)
+        try range.bind(key + "0", at: 2)
+        try range.run()
+    }
+
+    private func upsert(_ key: String, kind: StoredEntry.Kind, value: String?, priority: String?) throws(SQLiteError) {
+        let statement = try cache.statement(StoreSchema.SQL.upsertNode)
+        try statement.bind(key, at: 1)
+        try statement.bind(kind.rawValue, at: 2)
+        try statement.bind(value, at: 3)
+        try statement.bind(priority, at: 4)
+        try statement.run()
+    }
+
+    /// Runs `body`, reporting an SQLite failure as a `StoreError` naming this file.
+    private func sqlite(_ body: () throws(SQLiteError) -> Void) throws(StoreError) {
+        do { try body() } catch { throw StoreError(error, location: connection.path) }
+    }
+
+    private func failAll(_ group: [[StoreMutation]], _ error: StoreError) -> [Result<UInt64, StoreError>] {
+        if !connection.isAutocommit { try? connection.execute(StoreSchema.SQL.rollback) }
+        return Array(repeating: .failure(error), count: group.count)
+    }
+}

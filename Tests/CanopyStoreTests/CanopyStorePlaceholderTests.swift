@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyStorePlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}

@@ -1,0 +1,182 @@
+// NamespaceStoreTests -- apply/reload round trips, subtree deletes, priorities, group commit, failures.
+import CanopyCore
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CanopyStore
+
+@Suite struct NamespaceStoreTests {
+    let directory = TemporaryDirectory()
+
+    private func open(_ options: StoreOptions = StoreOptions()) throws -> NamespaceStore {
+        try NamespaceStore(path: directory.file(), options: options)
+    }
+
+    @Test func newStoreIsEmptyAtRevisionZero() throws {
+        let store = try open()
+        #expect(store.revision == 0)
+        #expect(try rows(of: store) == [])
+    }
+
+    @Test func rootLeafRoundTrips() throws {
+        let store = try open()
+        #expect(try commit(store, [leaf("", .string("root"))]) == 1)
+        #expect(try rows(of: store) == ["/=\"root\""])
+        #expect(try commit(store, [delete(""), leaf("a", .int(1)), leaf("b/c", .bool(true))]) == 2)
+        #expect(try rows(of: store) == ["/a=1", "/b/c=true"])
+    }
+
+    @Test func deepSubtreeReplaceLeavesTheRestAlone() throws {
+        let store = try open()
+        let initial: JSONValue = .object([
+            JSONMember(
+                "users",
+                .object([
+                    JSONMember(
+                        "ann",
+                        .object([
+                            JSONMember("age", .int(30)), JSONMember("tags", .array([.string("x"), .string("y")])),
+                        ])),
+                    JSONMember("bob", .object([JSONMember("age", .int(41))])),
+                ]))
+        ])
+        try commit(store, StoreMutation.replacingSubtree(at: [], with: initial))
+        #expect(
+            try rows(of: store) == [
+                "/users/ann/age=30", "/users/ann/tags/0=\"x\"", "/users/ann/tags/1=\"y\"", "/users/bob/age=41",
+            ])
+
+        try commit(
+            store,
+            StoreMutation.replacingSubtree(at: ["users", "ann"], with: .object([JSONMember("name", .string("Ann"))])))
+        #expect(try rows(of: store) == ["/users/ann/name=\"Ann\"", "/users/bob/age=41"])
+    }
+
+    @Test func deletingASubtreeSparesSiblingsThatShareItsPrefix() throws {
+        let store = try open()
+        try commit(
+            store,
+            [
+                leaf("a", .int(0)), leaf("a b", .int(1)), leaf("a0", .int(2)), leaf("a-1", .int(3)),
+                leaf("ab/c", .int(4)), leaf("b/a", .int(5)),
+            ])
+        try commit(store, [delete("a")])
+        #expect(try rows(of: store) == ["/a b=1", "/a-1=3", "/a0=2", "/ab/c=4", "/b/a=5"])
+
+        try commit(store, [delete("a b"), leaf("x/a/b", .int(6)), leaf("x/a0", .int(7)), leaf("x/a b", .int(8))])
+        try commit(store, [delete("x/a")])
+        #expect(try rows(of: store) == ["/a-1=3", "/a0=2", "/ab/c=4", "/b/a=5", "/x/a b=8", "/x/a0=7"])
+    }
+
+    @Test func prioritiesOfLeavesAndInternalNodesRoundTrip() throws {
+        let store = try open()
+        try commit(
+            store,
+            [
+                leaf("a/b", .string("v"), priority: .int(5)),
+                .putPriority(path: ["a"], priority: .string("high")),
+                leaf("c", .double(2.5), priority: .double(1.25)),
+            ])
+        #expect(try rows(of: store) == ["/a^\"high\"", "/a/b=\"v\"^5", "/c=2.5^1.25"])
+
+        var entries: [StoredEntry] = []
+        try store.loadAll { entries.append($0) }
+        #expect(entries.map(\.kind) == [.priority, .leaf, .leaf])
+        #expect(text(entries[0].value) == "null")
+
+        try commit(store, [delete("a")])
+        #expect(try rows(of: store) == ["/c=2.5^1.25"])
+    }
+
+    @Test func exportFormatPrioritiesBecomeRows() throws {
+        let store = try open()
+        let value: JSONValue = .object([
+            JSONMember(".priority", .int(1)),
+            JSONMember("x", .object([JSONMember(".value", .string("v")), JSONMember(".priority", .string("p"))])),
+            JSONMember("empty", .object([JSONMember(".priority", .int(2))])),
+        ])
+        try commit(store, StoreMutation.replacingSubtree(at: ["n"], with: value))
+        #expect(try rows(of: store) == ["/n^1", "/n/x=\"v\"^\"p\""])
+    }
+
+    @Test func aTreeSurvivesAWriteAndReloadThroughNodeBuilder() throws {
+        let json = try JSONValue.parse(
+            """
+            {"rooms": {".priority": 3, "a": {"title": "hi", "n": 2.5, "ok": true, "tags": ["x", "y"]},
+                       "a b": {".value": "v", ".priority": "p"}, "a0": -1},
+             "users": {"ann": {"age": 30}}}
+            """)
+        let tree = try Node.from(json: json)
+        do {
+            let store = try open()
+            try commit(store, StoreMutation.replacingSubtree(at: [], with: tree))
+            store.flushAndClose()
+        }
+        let reopened = try open()
+        let builder = NodeBuilder()
+        try reopened.loadAll { entry in try builder.add(entry.record) }
+        #expect(builder.build() == tree)
+
+        // Replace one subtree with another tree, then reload again.
+        let room = try Node.from(json: try JSONValue.parse(#"{"title": "new", "deep": {"er": {"est": 1}}}"#))
+        try commit(reopened, StoreMutation.replacingSubtree(at: ["rooms", "a"], with: room))
+        let again = NodeBuilder()
+        try reopened.loadAll { entry in try again.add(entry.record) }
+        let expected = tree.setting(room, at: Path(segments: ["rooms", "a"]))
+        #expect(again.build() == expected)
+    }
+
+    @Test func reopeningKeepsRowsAndRevision() throws {
+        do {
+            let store = try open()
+            try commit(store, [leaf("a/b", .string("x"))])
+            try commit(store, [leaf("a/c", .int(-7), priority: .string("p"))])
+            store.flushAndClose()
+        }
+        let reopened = try open()
+        #expect(reopened.revision == 2)
+        #expect(try rows(of: reopened) == ["/a/b=\"x\"", "/a/c=-7^\"p\""])
+        #expect(try commit(reopened, [delete("a/b")]) == 3)
+    }
+
+    @Test func submitAfterCloseFailsWithClosed() throws {
+        let store = try open()
+        store.flushAndClose()
+        store.flushAndClose()  // idempotent
+        let result = write(store, [leaf("a", .int(1))])
+        #expect(throws: StoreError(.closed, "the store is closed", location: store.path)) { try result.get() }
+    }
+
+    @Test func closeWaitsForQueuedSubmissions() throws {
+        let store = try open()
+        let completed = Atomic<Int>(0)
+        for index in 0..<200 {
+            store.submit([leaf("k/\(index)", .int(Int64(index)))]) { result in
+                if case .success = result { completed.add(1, ordering: .relaxed) }
+            }
+        }
+        store.flushAndClose()
+        #expect(completed.load(ordering: .relaxed) == 200)
+        #expect(try rows(of: try open()).count == 200)
+    }
+
+    @Test(arguments: [
+        StoreMutation.putLeaf(path: ["a", "b/c"], value: .int(1), priority: nil),
+        .putLeaf(path: ["a", ""], value: .int(1), priority: nil),
+        .putLeaf(path: ["a"], value: .object([]), priority: nil),
+        .putLeaf(path: ["a"], value: .double(.nan), priority: nil),
+        .putLeaf(path: ["a"], value: .int(1), priority: .array([])),
+        .putPriority(path: ["a"], priority: .null),
+        .deleteSubtree(path: ["x/"]),
+    ])
+    func refusedMutationFailsItsSubmissionOnly(bad: StoreMutation) throws {
+        let store = try open()
+        try commit(store, [leaf("keep", .int(1))])
+        let result = write(store, [delete("keep"), leaf("new", .int(2)), bad])
+        #expect { try result.get() } throws: { ($0 as? StoreError)?.kind == .invalidMutation }
+        #expect(try rows(of: store) == ["/keep=1"])
+        #expect(store.revision == 1)
+        #expect(try commit(store, [leaf("after", .int(3))]) == 2)
+    }
+}
