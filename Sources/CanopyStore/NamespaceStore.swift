@@ -27,7 +27,6 @@ public final class NamespaceStore: Sendable {
     private let queue = SubmissionQueue()
     /// Signalled by the writer thread once it has closed its connection.
     private let writerFinished = DispatchSemaphore(value: 0)
-    private let isClosed = Mutex(false)
 
     /// Opens (creating if needed) the store at `path` and starts its writer thread.
     ///
@@ -47,6 +46,7 @@ public final class NamespaceStore: Sendable {
         let opened = Mutex<Result<UInt64, StoreError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [queue, writerFinished] in
+            queue.writerThreadID.store(UInt(pthread_self()), ordering: .releasing)
             let writer: StoreWriter
             do throws(StoreError) {
                 writer = try StoreWriter(path: path, options: options)
@@ -67,9 +67,7 @@ public final class NamespaceStore: Sendable {
         thread.start()
         ready.wait()
         if case .failure(let error) = opened.withLock({ $0 }) {
-            isClosed.withLock { $0 = true }
-            _ = queue.close()
-            throw error
+            throw error  // deinit runs flushAndClose(), which returns at once: the thread has finished
         }
     }
 
@@ -78,8 +76,8 @@ public final class NamespaceStore: Sendable {
     /// The revision of the last committed submission (0 for a new store). Survives reopening.
     public var revision: UInt64 { queue.revision.load(ordering: .acquiring) }
 
-    /// Transactions committed since the store was opened.
-    var transactionCount: UInt64 { queue.transactionCount.load(ordering: .relaxed) }
+    /// Transactions committed since the store was opened (with `revision`, shows how well writes are grouped).
+    public var transactionCount: UInt64 { queue.transactionCount.load(ordering: .relaxed) }
 
     /// Queues `mutations` to be applied atomically, after everything submitted before.
     ///
@@ -103,20 +101,39 @@ public final class NamespaceStore: Sendable {
 
     /// Waits for every queued submission to commit, checkpoints the WAL into the database file and closes it.
     ///
-    /// Idempotent; later submissions fail with `.closed`. Must not be called from a completion.
+    /// Idempotent and thread-safe; every caller waits until the file is closed. Later submissions fail with
+    /// `.closed`. Called from a completion (on the writer thread) it cannot wait for itself: it stops new
+    /// submissions and returns, and the writer closes the file after the queued work.
     public func flushAndClose() {
-        let isFirst = isClosed.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard isFirst else { return }
         _ = queue.close()
+        if queue.writerThreadID.load(ordering: .acquiring) == UInt(pthread_self()) { return }
         writerFinished.wait()
+        writerFinished.signal()  // a latch: let every other caller through too
     }
 
     /// The writer thread's loop: one transaction per group until the queue closes.
+    ///
+    /// A group is everything submitted since the last group was taken (group commit), cut after
+    /// `maximumMutationsPerTransaction` mutations (always at least one submission).
     private static func runWriter(_ writer: StoreWriter, queue: SubmissionQueue, options: StoreOptions) {
-        while let group = queue.nextGroup(mutationLimit: options.maximumMutationsPerTransaction) {
+        var backlog: [SubmissionQueue.Submission] = []
+        var head = 0
+        while true {
+            if head == backlog.count {
+                guard let taken = queue.takeAll() else { return }
+                backlog = taken
+                head = 0
+            }
+            var end = head
+            var mutationCount = 0
+            while end < backlog.count,
+                end == head || mutationCount + backlog[end].mutations.count <= options.maximumMutationsPerTransaction
+            {
+                mutationCount += backlog[end].mutations.count
+                end += 1
+            }
+            let group = backlog[head..<end]
+            head = end
             let results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
             queue.revision.store(writer.revision, ordering: .releasing)
             queue.transactionCount.add(1, ordering: .relaxed)

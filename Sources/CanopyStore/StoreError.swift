@@ -18,6 +18,8 @@ public struct StoreError: CanopyError, Equatable {
         case notAStore
         /// A namespace name is not `[A-Za-z0-9][A-Za-z0-9_-]{0,62}`.
         case invalidNamespace
+        /// Another process holds the data directory's lock.
+        case directoryInUse
         /// A file-system call failed (creating the data directory, listing it, creating a file).
         case fileSystem
         /// The store was closed before the operation ran.
@@ -58,6 +60,7 @@ public struct StoreError: CanopyError, Equatable {
         case .unsupportedSchemaVersion: "unsupported_store_version"
         case .notAStore: "not_a_store"
         case .invalidNamespace: "invalid_namespace"
+        case .directoryInUse: "data_directory_in_use"
         case .fileSystem: "storage_error"
         case .closed: "storage_closed"
         case .corrupt: "storage_corrupt"

@@ -41,6 +41,8 @@ final class StoreWriter {
         try connection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
         _ = try connection.queryText("PRAGMA wal_autocheckpoint = \(options.walAutocheckpoint)")
         try connection.execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
+        // After a large transaction, truncate the WAL back to this size at the next checkpoint.
+        _ = try connection.queryText("PRAGMA journal_size_limit = \(64 << 20)")
         if let pages = options.maximumPageCount {
             _ = try connection.queryText("PRAGMA max_page_count = \(pages)")
         }

@@ -15,8 +15,6 @@ final class SubmissionQueue: Sendable {
 
     private struct State {
         var pending: [Submission] = []
-        /// The next submission to hand out is `pending[head]` (a consumed prefix is dropped lazily).
-        var head = 0
         /// The writer found nothing to do and is (about to be) waiting on `wakeup`.
         var isWriterWaiting = false
         /// `close()` was called: no more submissions are accepted.
@@ -27,6 +25,8 @@ final class SubmissionQueue: Sendable {
     private let wakeup = DispatchSemaphore(value: 0)
     /// The revision of the last committed submission (read by any thread, written by the writer).
     let revision = Atomic<UInt64>(0)
+    /// The writer thread's `pthread_t` (0 until it starts), to recognise calls made from a completion.
+    let writerThreadID = Atomic<UInt>(0)
     /// Transactions committed so far (statistics and tests).
     let transactionCount = Atomic<UInt64>(0)
 
@@ -57,40 +57,25 @@ final class SubmissionQueue: Sendable {
         return isFirst
     }
 
-    /// The next group for one transaction, waiting for submissions when there are none.
+    /// Every pending submission, in submission order, waiting for one when there are none.
     ///
-    /// Takes every pending submission (group commit), stopping once `mutationLimit` mutations are
-    /// taken; always takes at least one.
+    /// The array is swapped out whole, so releasing submissions (and whatever their completions capture,
+    /// possibly the store itself) never happens under the lock.
     /// - Returns: `nil` when the queue is closing and empty: the writer should exit.
-    func nextGroup(mutationLimit: Int) -> [Submission]? {
+    func takeAll() -> [Submission]? {
         while true {
-            let group: [Submission]? = state.withLock { state in
-                guard state.head < state.pending.count else {
-                    state.pending.removeAll(keepingCapacity: state.pending.count < 4096)
-                    state.head = 0
-                    if state.isClosing { return nil }
-                    state.isWriterWaiting = true
-                    return []
+            let taken: [Submission]? = state.withLock { state in
+                guard state.pending.isEmpty else {
+                    var taken: [Submission] = []
+                    swap(&taken, &state.pending)
+                    return taken
                 }
-                var end = state.head
-                var mutations = 0
-                while end < state.pending.count,
-                    end == state.head || mutations + state.pending[end].mutations.count <= mutationLimit
-                {
-                    mutations += state.pending[end].mutations.count
-                    end += 1
-                }
-                let group = Array(state.pending[state.head..<end])
-                state.head = end
-                if state.head >= 1024, state.head * 2 >= state.pending.count {
-                    // Under a sustained flood the queue never empties; drop the consumed prefix in O(n) amortised.
-                    state.pending.removeFirst(state.head)
-                    state.head = 0
-                }
-                return group
+                if state.isClosing { return nil }
+                state.isWriterWaiting = true
+                return []
             }
-            guard let group else { return nil }
-            if !group.isEmpty { return group }
+            guard let taken else { return nil }
+            if !taken.isEmpty { return taken }
             wakeup.wait()
         }
     }

@@ -48,4 +48,15 @@ import Testing
         _ = FileManager.default.createFile(atPath: root.file("-bad.sqlite"), contents: Data())
         #expect(try directory.namespaces() == ["alpha", "beta"])
     }
+
+    @Test func onlyOneHolderAtATime() throws {
+        let directory = try DataDirectory(path: root.path)
+        var first: DataDirectory.Lock? = try directory.lock()
+        #expect { try directory.lock() } throws: { ($0 as? StoreError)?.kind == .directoryInUse }
+        #expect(first != nil)
+        first = nil
+        let second = try directory.lock()
+        _ = second
+        #expect(try directory.namespaces() == [])  // the lock file is not a namespace
+    }
 }
