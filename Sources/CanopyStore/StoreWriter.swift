@@ -57,20 +57,23 @@ final class StoreWriter {
     func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
     {
         do {
-            try connection.execute(StoreSchema.SQL.begin)
+            try run(StoreSchema.SQL.begin)
         } catch {
             return failAll(group, StoreError(error, location: connection.path))
         }
         var results: [Result<UInt64, StoreError>] = []
         results.reserveCapacity(group.count)
         var next = revision
+        // A lone submission needs no savepoint: if it fails, rolling back the transaction undoes exactly it.
+        let usesSavepoints = group.count > 1
         for mutations in group {
-            switch applyInSavepoint(mutations) {
+            switch usesSavepoints ? applyInSavepoint(mutations) : applyAll(mutations) {
             case .success:
                 next += 1
                 results.append(.success(next))
-            case .failure(let error) where connection.isAutocommit:
-                // SQLite ended the transaction itself: earlier submissions are gone too.
+            case .failure(let error) where !usesSavepoints || connection.isAutocommit:
+                // Without savepoints, or when SQLite ended the transaction itself (earlier submissions are gone
+                // too), the whole group fails.
                 return failAll(group, error)
             case .failure(let error):
                 results.append(.failure(error))
@@ -84,7 +87,7 @@ final class StoreWriter {
                 try write.run()
             }
             beforeCommit?()
-            try connection.execute(StoreSchema.SQL.commit)
+            try run(StoreSchema.SQL.commit)
         } catch {
             return failAll(group, StoreError(error, location: connection.path))
         }
@@ -99,28 +102,42 @@ final class StoreWriter {
         try? connection.close()
     }
 
+    private func applyAll(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {
+        do throws(StoreError) {
+            for mutation in mutations { try apply(mutation) }
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
     private func applyInSavepoint(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {
         do {
-            try connection.execute(StoreSchema.SQL.savepoint)
+            try run(StoreSchema.SQL.savepoint)
         } catch {
             return .failure(StoreError(error, location: connection.path))
         }
         do throws(StoreError) {
             for mutation in mutations { try apply(mutation) }
-            try sqlite { () throws(SQLiteError) in try connection.execute(StoreSchema.SQL.release) }
+            try sqlite { () throws(SQLiteError) in try run(StoreSchema.SQL.release) }
             return .success(())
         } catch {
             if !connection.isAutocommit {
                 do {
-                    try connection.execute(StoreSchema.SQL.rollbackToSavepoint)
-                    try connection.execute(StoreSchema.SQL.release)
+                    try run(StoreSchema.SQL.rollbackToSavepoint)
+                    try run(StoreSchema.SQL.release)
                 } catch {
-                    try? connection.execute(StoreSchema.SQL.rollback)
+                    try? run(StoreSchema.SQL.rollback)
                     return .failure(StoreError(error, location: connection.path))
                 }
             }
             return .failure(error)
         }
+    }
+
+    /// Runs a cached parameterless statement (transaction control is prepared once, not parsed per call).
+    private func run(_ sql: String) throws(SQLiteError) {
+        try cache.statement(sql).run()
     }
 
     private func apply(_ mutation: StoreMutation) throws(StoreError) {
@@ -169,7 +186,7 @@ final class StoreWriter {
     }
 
     private func failAll(_ group: [[StoreMutation]], _ error: StoreError) -> [Result<UInt64, StoreError>] {
-        if !connection.isAutocommit { try? connection.execute(StoreSchema.SQL.rollback) }
+        if !connection.isAutocommit { try? run(StoreSchema.SQL.rollback) }
         return Array(repeating: .failure(error), count: group.count)
     }
 }

@@ -243,4 +243,53 @@ import Testing
         #expect(eventually { done.value == 1 })
         #expect(throws: (any Error).self) { try TestClient(port: server.port) }
     }
+
+    @Test func idleKeepAliveConnectionIsClosedSilently() throws {
+        var limits = HTTPServerLimits()
+        limits.idleTimeoutMs = 150
+        let server = try Self.makeEchoServer(limits: limits)
+        defer { server.stop() }
+        let client = try TestClient(port: server.port)
+        try client.send("GET /a HTTP/1.1\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(client.waitForClose())
+        #expect(try client.readBytes(atLeast: 1).isEmpty)  // no 408 for an idle connection
+    }
+
+    @Test func stalledBodyGets408() throws {
+        var limits = HTTPServerLimits()
+        limits.bodyTimeoutMs = 150
+        let server = try Self.makeEchoServer(limits: limits)
+        defer { server.stop() }
+        let client = try TestClient(port: server.port)
+        try client.send("PUT /a HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+        let response = try client.readResponse()
+        #expect(response.status == 408)
+        #expect(client.waitForClose())
+    }
+
+    @Test func streamToAClientThatDoesNotReadIsClosedAtTheHardLimit() throws {
+        let closed = Counter()
+        var limits = HTTPServerLimits()
+        limits.outputHardLimitBytes = 256 * 1024
+        var loopRef: EventLoop?
+        let server = try TestServer(limits: limits) { _, responder in
+            let stream = responder.startStream(status: 200, headers: [])
+            stream.onClose = { closed.increment() }
+            let chunk = [UInt8](repeating: 0x78, count: 128 * 1024)
+            func pump() {
+                guard !stream.isClosed else { return }
+                stream.send(chunk)
+                loopRef!.schedule(afterMilliseconds: 1) { pump() }
+            }
+            pump()
+        }
+        loopRef = server.loop
+        defer { server.stop() }
+        let client = try TestClient(port: server.port)
+        try client.send("GET /firehose HTTP/1.1\r\n\r\n")
+        #expect(eventually { closed.value == 1 })
+        let remaining: Int = server.onLoop { [server] in server.server.connectionCount }
+        #expect(remaining == 0)
+    }
 }

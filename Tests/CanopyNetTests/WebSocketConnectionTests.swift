@@ -19,7 +19,7 @@ import Testing
             guard let socket = responder.upgradeToWebSocket(request, limits: limits) else { return }
             socket.onText = { [unowned socket] text in
                 if text == "bye" {
-                    socket.close(code: 4000)
+                    socket.close(code: 4000, reason: "done")
                 } else {
                     socket.send(text: text.uppercased())
                 }
@@ -70,7 +70,7 @@ import Testing
         _ = try client.readResponse()
         try client.send(clientFrame(.text, Array("bye".utf8)))
         let close = try client.readFrame()
-        #expect(close.first == 0x88 && close.payload == [0x0F, 0xA0])
+        #expect(close.first == 0x88 && close.payload == [0x0F, 0xA0] + Array("done".utf8))
         try client.send(clientFrame(.close, [0x0F, 0xA0]))
         #expect(client.waitForClose())
         #expect(closed.value == 0)

@@ -20,6 +20,8 @@ import Testing
     @Test func rfcSampleKeyGivesTheRfcAcceptValue() throws {
         #expect(WebSocketHandshake.acceptValue(forKey: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         #expect(try WebSocketHandshake.validate(Self.request(Self.valid)) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(Self.request(Self.valid).isWebSocketUpgrade)
+        #expect(!Self.request([("Connection", "Upgrade")]).isWebSocketUpgrade)
     }
 
     @Test func base64MatchesKnownVectors() {

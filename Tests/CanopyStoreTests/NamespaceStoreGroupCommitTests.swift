@@ -114,4 +114,43 @@ import Testing
         #expect(store.transactionCount == 5)
         #expect(try rows(of: store).count == 31)
     }
+
+    @Test func aFullDatabaseInsideAGroupLeavesExactlyTheAcknowledgedWrites() throws {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        var options = StoreOptions()
+        options.maximumPageCount = 8
+        let isFirst = Atomic<Bool>(true)
+        options.beforeCommit = {
+            if isFirst.exchange(false, ordering: .relaxed) {
+                entered.signal()
+                release.wait()
+            }
+        }
+        let store = try NamespaceStore(path: directory.file(), options: options)
+        let results = Mutex<[String: Result<UInt64, StoreError>]>([:])
+        let done = DispatchSemaphore(value: 0)
+        store.submit([leaf("first", .int(0))]) { _ in done.signal() }
+        entered.wait()
+        let big = String(repeating: "b", count: 200_000)
+        for (key, value) in [("a", "1"), ("big", big), ("c", "3")] {
+            store.submit([leaf(key, .string(value))]) { result in
+                results.withLock { $0[key] = result }
+                done.signal()
+            }
+        }
+        release.signal()
+        for _ in 0..<4 { done.wait() }
+
+        let outcome = results.withLock { $0 }
+        #expect(throws: StoreError.self) { try outcome["big"]?.get() }
+        let stored = try rows(of: store)
+        for key in ["a", "c"] {
+            let acknowledged = (try? outcome[key]?.get()) != nil
+            #expect(acknowledged == stored.contains { $0.hasPrefix("/\(key)=") }, "\(key): \(stored)")
+        }
+        #expect(!stored.contains { $0.hasPrefix("/big=") })
+        let acknowledgedCount = outcome.values.filter { (try? $0.get()) != nil }.count
+        #expect(store.revision == 1 + UInt64(acknowledgedCount))
+    }
 }

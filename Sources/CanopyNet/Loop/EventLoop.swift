@@ -195,11 +195,12 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Signals
 
-    /// Delivers `signals` to `handler` on the loop through a signalfd. Call on the loop, before other threads start.
+    /// Delivers `signals` to `handler` on the loop through a signalfd. Call it on the thread that runs
+    /// (or will run) the loop.
     ///
-    /// The signals are blocked in the calling thread (threads created afterwards inherit the mask), so call
-    /// this early from the thread that will run the loop; a thread created earlier with the signal unblocked
-    /// would still receive the default action.
+    /// The signals are blocked in the calling thread, and threads created afterwards inherit the mask.
+    /// A thread that already existed with the signals unblocked runs a tiny forwarding handler that
+    /// re-directs the signal at the loop thread, so the process never takes the default action for them.
     public func onSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) {
         assertInLoop()
         for signal in signals {
@@ -207,6 +208,10 @@ public final class EventLoop: @unchecked Sendable {
             signalHandlers[signal] = handler
         }
         pthread_sigmask(SIG_BLOCK, &signalMask, nil)
+        for signal in signals {
+            let rc = ccanopy_forward_signal_to_thread(signal, pthread_self())
+            precondition(rc == 0, "sigaction failed with errno \(ccanopy_errno())")
+        }
         let fd = signalfd(signalFD, &signalMask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
         precondition(fd >= 0, "signalfd failed with errno \(ccanopy_errno())")
         if signalFD < 0 {

@@ -13,7 +13,7 @@ public struct WebSocketLimits: Sendable, Equatable {
 /// One WebSocket peer, server side. Loop-confined.
 ///
 /// Messages sent in one loop pass leave in one write. Pings are answered automatically. ``onClose`` fires
-/// once when the connection ends for any reason other than the owner's own ``close(code:)``: the peer sent
+/// once when the connection ends for any reason other than the owner's own ``close(code:reason:)``: the peer sent
 /// a close frame or disconnected, a protocol error (answered with 1002, 1007 or 1009), the output hard limit,
 /// the idle timeout, or server shutdown (1001).
 public final class WebSocketConnection {
@@ -24,7 +24,7 @@ public final class WebSocketConnection {
     public var onText: ((String) -> Void)?
     /// Called for each complete binary message.
     public var onBinary: (([UInt8]) -> Void)?
-    /// Called once when the peer or the server ends the connection (not after ``close(code:)``).
+    /// Called once when the peer or the server ends the connection (not after ``close(code:reason:)``).
     public var onClose: (() -> Void)?
     /// True once a close frame was sent or received, or the socket is gone.
     public private(set) var isClosed = false
@@ -52,10 +52,11 @@ public final class WebSocketConnection {
         sendFrame(.binary, payload: binary)
     }
 
-    /// Sends a close frame with `code` and closes the connection once it is written.
-    public func close(code: UInt16 = 1000) {
+    /// Sends a close frame with `code` (and a short `reason`, cut to fit) and closes the connection once it
+    /// is written. ``onClose`` does not fire.
+    public func close(code: UInt16 = 1000, reason: String = "") {
         guard !isClosed else { return }
-        sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: code))
+        sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: code, reason: reason))
         finish(notify: false)
     }
 

@@ -68,3 +68,11 @@ public enum WebSocketHandshake {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension HTTPRequest {
+    /// True when the request asks to switch to WebSocket (`Upgrade: websocket`); validate it with
+    /// ``HTTPResponder/upgradeToWebSocket(_:limits:)``.
+    public var isWebSocketUpgrade: Bool {
+        headers.containsToken("websocket", in: "Upgrade")
+    }
+}

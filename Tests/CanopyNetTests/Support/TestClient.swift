@@ -179,11 +179,17 @@ final class TestClient {
     }
 
     private func firstIndex(of needle: [UInt8]) -> Int? {
-        guard buffer.count >= needle.count else { return nil }
-        for start in 0...(buffer.count - needle.count)
-        where buffer[start..<(start + needle.count)].elementsEqual(needle) {
-            return start
+        guard buffer.count >= needle.count, let first = needle.first else { return nil }
+        return buffer.withUnsafeBufferPointer { bytes -> Int? in
+            var start = 0
+            while start <= bytes.count - needle.count {
+                guard let candidate = bytes[start...(bytes.count - needle.count)].firstIndex(of: first) else {
+                    return nil
+                }
+                if bytes[candidate..<(candidate + needle.count)].elementsEqual(needle) { return candidate }
+                start = candidate + 1
+            }
+            return nil
         }
-        return nil
     }
 }

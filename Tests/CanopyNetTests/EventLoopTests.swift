@@ -1,0 +1,111 @@
+// EventLoopTests -- cross-thread tasks, hook order, signals and descriptor registration on a real loop.
+import CanopyNet
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs a fresh loop on its own thread; `setUp` runs on that thread before `run()`.
+final class LoopThread: Sendable {
+    let loop: EventLoop
+    private let thread = Mutex<pthread_t?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = DispatchSemaphore(value: 0)
+
+    init(setUp: @escaping @Sendable (EventLoop) -> Void = { _ in }) throws {
+        let loop = try EventLoop()
+        self.loop = loop
+        let (startedSignal, finishedSignal) = (started, finished)
+        Thread { [self] in
+            thread.withLock { $0 = pthread_self() }
+            setUp(loop)
+            startedSignal.signal()
+            loop.run()
+            finishedSignal.signal()
+        }.start()
+        startedSignal.wait()
+        // One round trip, so run() has taken ownership of its thread when init returns.
+        let running = DispatchSemaphore(value: 0)
+        loop.execute { running.signal() }
+        running.wait()
+    }
+
+    var pthread: pthread_t { thread.withLock { $0! } }
+
+    func stopAndWait() {
+        loop.stop()
+        finished.wait()
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct EventLoopTests {
+    @Test func tasksFromManyThreadsAllRunOnTheLoopInPerThreadOrder() throws {
+        let runner = try LoopThread()
+        let seen = Mutex<[Int: [Int]]>([:])
+        let wrongThread = Counter()
+        let group = DispatchGroup()
+        for producer in 0..<4 {
+            DispatchQueue.global().async(group: group) {
+                for index in 0..<500 {
+                    runner.loop.execute {
+                        if !runner.loop.inLoop { wrongThread.increment() }
+                        seen.withLock { $0[producer, default: []].append(index) }
+                    }
+                }
+            }
+        }
+        group.wait()
+        let done = DispatchSemaphore(value: 0)
+        runner.loop.execute { done.signal() }
+        done.wait()
+        runner.stopAndWait()
+        let result = seen.withLock { $0 }
+        #expect(wrongThread.value == 0)
+        for producer in 0..<4 { #expect(result[producer] == Array(0..<500)) }
+    }
+
+    @Test func loopIsNotInLoopFromOtherThreadsWhileRunning() throws {
+        let runner = try LoopThread()
+        defer { runner.stopAndWait() }
+        #expect(!runner.loop.inLoop)
+    }
+
+    @Test func beforeSleepHooksRunBeforeFlushAndOncePerPass() throws {
+        let order = Mutex<[String]>([])
+        let runner = try LoopThread { loop in
+            loop.addBeforeSleepHook { order.withLock { $0.append("hook") } }
+        }
+        let done = DispatchSemaphore(value: 0)
+        runner.loop.execute {
+            order.withLock { $0.append("task") }
+            done.signal()
+        }
+        done.wait()
+        runner.stopAndWait()
+        let events = order.withLock { $0 }
+        let taskIndex = try #require(events.firstIndex(of: "task"))
+        // The task's pass ends with a hook run before the loop sleeps again.
+        #expect(events.count > taskIndex + 1 && events[taskIndex + 1] == "hook")
+    }
+
+    @Test func signalsReachTheHandlerOnTheLoop() throws {
+        let received = Mutex<[Int32]>([])
+        let runner = try LoopThread { loop in
+            loop.onSignals([SIGUSR2]) { signal in received.withLock { $0.append(signal) } }
+        }
+        defer {
+            runner.stopAndWait()
+            signal(SIGUSR2, SIG_IGN)  // the forwarding handler must not outlive the loop thread
+        }
+        // Directed at the loop thread, where the signal is blocked: the signalfd sees it.
+        pthread_kill(runner.pthread, SIGUSR2)
+        #expect(eventually { received.withLock { $0 } == [SIGUSR2] })
+        // Directed at the process: any test-runner thread (started before onSignals, signal unblocked)
+        // may take it; it is forwarded to the loop instead of killing the process.
+        kill(getpid(), SIGUSR2)
+        #expect(eventually { received.withLock { $0 } == [SIGUSR2, SIGUSR2] })
+    }
+}
