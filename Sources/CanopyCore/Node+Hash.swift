@@ -50,7 +50,7 @@ extension Node {
 
     /// Children sorted by the priority index: no priority first, then numbers, then strings, ties by key.
     func childrenInPriorityOrder() -> [(key: String, node: Node)] {
-        guard entries.contains(where: { $0.node.priorityValue != nil }) else { return entries }
+        guard entries.contains(where: { $0.node.priorityValue != nil }) else { return Array(entries) }
         // Stable partition keeps key order within the unprioritised run; sort the rest.
         let plain = entries.filter { $0.node.priorityValue == nil }
         var prioritised = entries.filter { $0.node.priorityValue != nil }

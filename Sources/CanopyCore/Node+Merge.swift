@@ -25,6 +25,7 @@ extension Node {
             }
         }
         sorted.sort { compareKeys($0.key, $1.key) < 0 }
+        let entries = Array(self.entries)
         var merged: [(key: String, node: Node)] = []
         merged.reserveCapacity(entries.count + sorted.count)
         var i = 0

@@ -1,7 +1,8 @@
 // Node+Update -- persistent updates: each returns a new tree sharing all untouched subtrees.
 //
-// Cost of a write at depth d: d new nodes, each copying its parent's child array once (O(children) per level,
-// plus O(log children) key comparisons to find the slot). Nothing outside the path is copied or visited.
+// Cost of a write at depth d: d new nodes, each copying the part of its child list that changes (the whole
+// array when small, one chunk plus the chunk directory when large; see `NodeChildren`), plus O(log children)
+// key comparisons to find the slot. Nothing outside the path is copied or visited.
 // Emptiness cascades: a node that loses its last child becomes empty and is removed from its parent, and so on
 // up to the root. A priority never survives on an empty node.
 
@@ -12,25 +13,17 @@ extension Node {
     /// turns it into an internal node with that one child; the priority is kept.
     public func settingChild(_ key: String, _ node: Node) -> Node {
         if sameKey(key, Key.priority) { return withPriority(node.leafValue) }
-        let slot = insertionIndex(of: key)
+        let slot = entries.slot(of: key)
         if node.isEmpty {
             guard slot.found else { return self }
             if entries.count == 1 { return .empty }
-            var list = entries
-            list.remove(at: slot.index)
-            return Node(validatedLeaf: nil, priority: priorityValue, entries: list)
+            return Node(validatedLeaf: nil, priority: priorityValue, children: entries.removing(at: slot))
         }
         if leafValue != nil {
             return Node(validatedLeaf: nil, priority: priorityValue, entries: [(key, node)])
         }
-        var list = entries
-        if slot.found {
-            if list[slot.index].node === node { return self }
-            list[slot.index] = (key, node)
-        } else {
-            list.insert((key, node), at: slot.index)
-        }
-        return Node(validatedLeaf: nil, priority: priorityValue, entries: list)
+        if slot.found && entries.element(at: slot).node === node { return self }
+        return Node(validatedLeaf: nil, priority: priorityValue, children: entries.setting((key, node), at: slot))
     }
 
     /// A new tree with `node` placed at `path` (replacing whatever was there, priority included).
@@ -57,6 +50,6 @@ extension Node {
         if isEmpty { return self }
         let p = Node.checkedPriority(priority)
         if primitivesEqual(p, priorityValue) { return self }
-        return Node(validatedLeaf: leafValue, priority: p, entries: entries)
+        return Node(validatedLeaf: leafValue, priority: p, children: entries)
     }
 }

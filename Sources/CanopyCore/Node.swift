@@ -1,13 +1,15 @@
 // Node -- the immutable data tree: a leaf (bool, number, string) or a sorted list of non-empty children.
 //
 // Representation: a node is either empty, a leaf holding one primitive, or an internal node holding its children
-// as one contiguous array sorted by `compareKeys` (Firebase key order). Lookups binary-search that array, so
-// `child(_:)` costs O(log n) key comparisons. Every node may carry a priority (a string or a finite number);
-// empty nodes never do. Invariants, kept by every initializer: children are non-empty, their keys are distinct
-// and strictly increasing, and a leaf has no children.
+// sorted by `compareKeys` (Firebase key order) in `NodeChildren`: one contiguous array when small, sorted chunks
+// of contiguous arrays when large. Lookups binary-search, so `child(_:)` costs O(log n) key comparisons. Every
+// node may carry a priority (a string or a finite number); empty nodes never do. Invariants, kept by every
+// initializer: children are non-empty, their keys are distinct and strictly increasing, and a leaf has no
+// children.
 //
 // Updates (`Node+Update.swift`) return new trees that share every untouched subtree with the old one: a write
-// at depth d copies the d nodes along the path, and each copy costs O(its child count) for the array copy.
+// at depth d copies the d nodes along the path; each copy costs O(min(children, 256) + children / 128) for the
+// array (or chunk and chunk directory) it changes.
 //
 // A node is `Sendable` and never changes; snapshots cross threads freely. The wire hash (`Node+Hash.swift`)
 // is computed on first use and cached under a per-node mutex.
@@ -27,19 +29,24 @@ public final class Node: Sendable {
     /// The priority: `.string`, `.int` or `.double`; nil when none.
     let priorityValue: JSONValue?
     /// Children in Firebase key order; empty for leaves and the empty node.
-    let entries: [(key: String, node: Node)]
+    let entries: NodeChildren
     /// The wire hash, filled on first use.
     let hashCache = Mutex<String?>(nil)
 
     /// The empty node (`null`): no value, no children, no priority.
-    public static let empty = Node(validatedLeaf: nil, priority: nil, entries: [])
+    public static let empty = Node(validatedLeaf: nil, priority: nil, children: .none)
 
     /// Trusted initializer: callers guarantee the invariants listed at the top of this file.
-    init(validatedLeaf: JSONValue?, priority: JSONValue?, entries: [(key: String, node: Node)]) {
-        let isEmpty = validatedLeaf == nil && entries.isEmpty
+    init(validatedLeaf: JSONValue?, priority: JSONValue?, children: NodeChildren) {
+        let isEmpty = validatedLeaf == nil && children.isEmpty
         self.leafValue = validatedLeaf
         self.priorityValue = isEmpty ? nil : priority
-        self.entries = entries
+        self.entries = children
+    }
+
+    /// Trusted initializer from a sorted array (see the invariants at the top of this file).
+    convenience init(validatedLeaf: JSONValue?, priority: JSONValue?, entries: [(key: String, node: Node)]) {
+        self.init(validatedLeaf: validatedLeaf, priority: priority, children: NodeChildren(sorted: entries))
     }
 
     /// Creates a leaf.
@@ -100,13 +107,14 @@ public final class Node: Sendable {
     /// Whether the node has at least one child.
     public var hasChildren: Bool { !entries.isEmpty }
     /// The children in Firebase key order (`compareKeys`).
-    public var children: [(key: String, node: Node)] { entries }
+    public var children: NodeChildren { entries }
     /// The keys of the children in Firebase key order.
     public var childKeys: [String] { entries.map(\.key) }
 
     /// The child named `key`, or `.empty` when absent. `.priority` returns the priority as a leaf.
     public func child(_ key: String) -> Node {
-        if let i = index(of: key) { return entries[i].node }
+        let slot = entries.slot(of: key)
+        if slot.found { return entries.element(at: slot).node }
         if sameKey(key, Key.priority), let p = priorityValue {
             return Node(validatedLeaf: p, priority: nil, entries: [])
         }
@@ -114,7 +122,7 @@ public final class Node: Sendable {
     }
 
     /// Whether a child named `key` exists.
-    public func hasChild(_ key: String) -> Bool { index(of: key) != nil }
+    public func hasChild(_ key: String) -> Bool { entries.slot(of: key).found }
 
     /// The node at `path` below this one, or `.empty`.
     public func node(at path: Path) -> Node {
@@ -124,25 +132,6 @@ public final class Node: Sendable {
             if node.isEmpty { return .empty }
         }
         return node
-    }
-
-    /// The position of child `key` in `entries`, by binary search.
-    func index(of key: String) -> Int? {
-        let slot = insertionIndex(of: key)
-        return slot.found ? slot.index : nil
-    }
-
-    /// Where `key` is or would be inserted in `entries`.
-    func insertionIndex(of key: String) -> (index: Int, found: Bool) {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            let c = compareKeys(entries[mid].key, key)
-            if c == 0 { return (mid, true) }
-            if c < 0 { low = mid + 1 } else { high = mid }
-        }
-        return (low, false)
     }
 }
 

@@ -30,7 +30,7 @@ extension QuerySpec {
 
     /// The children of `node` in this query's index order (all of them: no range, no limit).
     public func orderedChildren(of node: Node) -> [(key: String, node: Node)] {
-        sortedByIndex(node.entries)
+        sortedByIndex(Array(node.entries))
     }
 
     /// The query result for `node`: the children in range and within the limit, without `node`'s priority.
@@ -41,19 +41,22 @@ extension QuerySpec {
         if node.entries.isEmpty { return .empty }
         let bounds = EvaluationBounds(self)
         if index == .key { return keyWindow(of: node.entries, bounds) }
-        var kept = node.entries.filter { bounds.contains($0, in: self) }
-        if let limit {
-            if limit.count < kept.count {
+        var kept: [(key: String, node: Node)]
+        if let limit, limit.count <= QuerySpec.selectionLimit {
+            kept = selectLimited(node.entries, bounds, limit)
+        } else {
+            kept = node.entries.filter { bounds.contains($0, in: self) }
+            if let limit, limit.count < kept.count {
                 var ordered = sortedByIndex(kept)
                 switch limit {
                 case .first(let n): ordered.removeLast(ordered.count - n)
                 case .last(let n): ordered.removeFirst(ordered.count - n)
                 }
                 kept = ordered
-                if index != .key { kept.sort { compareKeys($0.key, $1.key) < 0 } }
             }
         }
         if kept.isEmpty { return .empty }
+        kept.sort { compareKeys($0.key, $1.key) < 0 }
         return Node(validatedLeaf: nil, priority: nil, entries: kept)
     }
 
@@ -62,9 +65,47 @@ extension QuerySpec {
         EvaluationBounds(self).contains(child, in: self)
     }
 
+    /// Limits up to this size are served by bounded selection instead of a full sort.
+    static let selectionLimit = 256
+
+    /// The first/last `limit.count` children in range, in index order, found in one pass: a sorted buffer of at
+    /// most `count` candidates, each new child binary-searched into it. O(n log k + n·k moves worst case,
+    /// typically far fewer) instead of sorting all n.
+    private func selectLimited(_ entries: NodeChildren, _ bounds: EvaluationBounds, _ limit: QueryLimit)
+        -> [(key: String, node: Node)]
+    {
+        let count = limit.count
+        guard count > 0 else { return [] }
+        let fromLeft: Bool
+        if case .first = limit { fromLeft = true } else { fromLeft = false }
+        // Buffer in "preference" order: best first (smallest for .first, largest for .last).
+        var best: [(entry: (key: String, node: Node), value: Node)] = []
+        best.reserveCapacity(count + 1)
+        func precedes(_ a: (key: String, node: Node), _ av: Node, _ b: (key: String, node: Node), _ bv: Node) -> Bool {
+            var c = compareIndexValues(av, bv)
+            if c == 0 { c = compareKeys(a.key, b.key) }
+            return fromLeft ? c < 0 : c > 0
+        }
+        for entry in entries where bounds.contains(entry, in: self) {
+            let value = indexValue(of: entry.node)
+            if best.count == count, let worst = best.last, !precedes(entry, value, worst.entry, worst.value) {
+                continue
+            }
+            var low = 0
+            var high = best.count
+            while low < high {
+                let mid = (low + high) / 2
+                if precedes(best[mid].entry, best[mid].value, entry, value) { low = mid + 1 } else { high = mid }
+            }
+            best.insert((entry, value), at: low)
+            if best.count > count { best.removeLast() }
+        }
+        return best.map(\.entry)
+    }
+
     /// The key index orders like the children array: the range is found by binary search and the limit is a
     /// slice, so the cost is O(log n + result).
-    private func keyWindow(of entries: [(key: String, node: Node)], _ bounds: EvaluationBounds) -> Node {
+    private func keyWindow(of entries: NodeChildren, _ bounds: EvaluationBounds) -> Node {
         var low = entries.startIndex
         var high = entries.endIndex
         if bounds.start != nil {
@@ -85,7 +126,7 @@ extension QuerySpec {
 
     /// The first index whose element satisfies `predicate`, which must be false then true along `entries`.
     private func partitionPoint(
-        _ entries: [(key: String, node: Node)], _ predicate: ((key: String, node: Node)) -> Bool
+        _ entries: NodeChildren, _ predicate: ((key: String, node: Node)) -> Bool
     ) -> Int {
         var low = 0
         var high = entries.count

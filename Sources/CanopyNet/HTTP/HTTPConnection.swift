@@ -291,7 +291,8 @@ final class HTTPConnection {
             if result == .wouldBlock { break }
         }
         if outputOffset == output.count {
-            output.removeAll(keepingCapacity: output.capacity <= 64 * 1024)
+            // Idle connections keep little memory: only small buffers are kept for reuse.
+            output.removeAll(keepingCapacity: output.capacity <= 8 * 1024)
             outputOffset = 0
             if closeAfterWrite {
                 finishClosing()

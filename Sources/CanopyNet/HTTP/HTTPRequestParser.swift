@@ -126,6 +126,7 @@ public struct HTTPRequestParser: Sendable {
     public mutating func next() throws(HTTPParseError) -> HTTPParserEvent? {
         if let failure { throw failure }
         do {
+            defer { releaseConsumedStorage() }
             return try step()
         } catch {
             failure = error
@@ -147,6 +148,15 @@ public struct HTTPRequestParser: Sendable {
         } catch {
             return (events, error)
         }
+    }
+
+    /// Drops a fully consumed buffer, so an idle keep-alive connection does not hold on to the capacity
+    /// of its largest read.
+    private mutating func releaseConsumedStorage() {
+        guard readIndex > 0, readIndex == buffer.count else { return }
+        buffer.removeAll(keepingCapacity: buffer.capacity <= Self.compactionThreshold)
+        readIndex = 0
+        scanIndex = 0
     }
 
     // MARK: State machine

@@ -62,6 +62,7 @@ public struct WebSocketDecoder: Sendable {
     public mutating func next() throws(WebSocketError) -> WebSocketEvent? {
         if let failure { throw failure }
         do {
+            defer { releaseConsumedStorage() }
             while true {
                 guard let frame = try nextFrame() else { return nil }
                 if let event = try assemble(frame) { return event }
@@ -85,6 +86,13 @@ public struct WebSocketDecoder: Sendable {
         } catch {
             return (events, error)
         }
+    }
+
+    /// Drops a fully consumed buffer, so an idle connection does not keep the capacity of its largest read.
+    private mutating func releaseConsumedStorage() {
+        guard readIndex > 0, readIndex == buffer.count else { return }
+        buffer.removeAll(keepingCapacity: buffer.capacity <= Self.compactionThreshold)
+        readIndex = 0
     }
 
     // MARK: Frames
