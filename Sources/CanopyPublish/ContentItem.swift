@@ -37,7 +37,7 @@ public struct ContentItem: Sendable {
     public let rawData: [CSVRow]
 
     /// Whether the item is a CSV container (its type ends in `CSV`).
-    public var isCSV: Bool { type.hasSuffix("CSV") }
+    public let isCSV: Bool
 
     /// Whether everyone sees the item: `checkAll`, or no list names anyone. CSV containers are never global.
     public var isGlobal: Bool {
@@ -70,7 +70,8 @@ public struct ContentItem: Sendable {
         } else {
             throw PublishError(.invalidField, key: key, field: "checkAll")
         }
-        if type.hasSuffix("CSV") {
+        isCSV = type.hasSuffix("CSV")
+        if isCSV {
             rawData = try CSVRow.rows(of: node, key: key, order: order, type: type)
         } else {
             rawData = []

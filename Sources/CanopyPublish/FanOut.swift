@@ -39,6 +39,9 @@ public struct FanOut: Sendable, Equatable {
         return out
     }
 
+    /// How many derived locations receive something.
+    public var locationCount: Int { (publicContent.isEmpty ? 0 : 1) + users.count + tiers.count + groups.count }
+
     /// The `content` node holding `items`.
     static func node(_ items: [String: Node]) -> Node {
         Node(children: items.map { (key: $0.key, node: $0.value) })

@@ -40,15 +40,17 @@ extension PublishEngine {
             JSONMember("locations", .array(locations)),
             JSONMember(
                 "unchangedLocations",
-                .int(Int64(fan.locations().count - changes.filter { !$0.node.isEmpty }.count))),
+                .int(Int64(fan.locationCount - changes.filter { !$0.node.isEmpty }.count))),
         ]
         if let directory {
             var attendees: [JSONValue] = []
+            let publicBefore = FeedMerger.PublicItems(root.node(at: PublishLayout.publicContent))
+            let publicAfter = FeedMerger.PublicItems(FanOut.node(fan.publicContent))
             for attendee in directory.attendees {
-                let before = feed(root: root, attendee: attendee, pending: false)
-                let after = merged(fan, attendee: attendee)
-                let diff = keyDiff(old: before, new: after)
-                if diff.added.isEmpty && diff.removed.isEmpty && diff.changed.isEmpty { continue }
+                let diff = FeedDiff(
+                    old: publishedEntries(root: root, attendee: attendee, publicItems: publicBefore),
+                    new: fanOutEntries(fan, attendee: attendee, publicItems: publicAfter))
+                if diff.isEmpty { continue }
                 attendees.append(
                     .object([
                         JSONMember("id", .string(attendee.id)),
@@ -73,54 +75,50 @@ extension PublishEngine {
             let content = root.node(at: PublishLayout.pendingContent)
             let items = content.children.compactMap { try? ContentItem(key: $0.key, node: $0.node) }
             let fan = (try? fanOut(items: items, settings: settings)) ?? FanOut()
-            return merged(fan, attendee: attendee)
+            let entries = fanOutEntries(
+                fan, attendee: attendee, publicItems: FeedMerger.PublicItems(FanOut.node(fan.publicContent)))
+            return entries.map { ($0.key, $0.item) }
         }
-        return FeedMerger.merge(
-            user: root.node(at: PublishLayout.userContent(attendee.id)),
-            tier: root.node(at: PublishLayout.tierContent(attendee.tierId)),
-            publicContent: root.node(at: PublishLayout.publicContent),
-            groups: attendee.groupIds.map { root.node(at: PublishLayout.groupContent($0)) },
-            attendee: attendee)
+        let publicItems = FeedMerger.PublicItems(root.node(at: PublishLayout.publicContent))
+        return publishedEntries(root: root, attendee: attendee, publicItems: publicItems).map { ($0.key, $0.item) }
     }
 
-    /// The feed `attendee` gets from the locations of `fan`.
-    static func merged(_ fan: FanOut, attendee: Attendee) -> [(key: String, item: Node)] {
-        FeedMerger.merge(
+    /// The feed `attendee` gets from the derived locations stored in `root`.
+    static func publishedEntries(root: Node, attendee: Attendee, publicItems: FeedMerger.PublicItems)
+        -> [FeedMerger.Entry]
+    {
+        FeedMerger.entries(
+            user: root.node(at: PublishLayout.userContent(attendee.id)),
+            tier: root.node(at: PublishLayout.tierContent(attendee.tierId)),
+            groups: attendee.groupIds.map { root.node(at: PublishLayout.groupContent($0)) },
+            publicItems: publicItems, attendee: attendee)
+    }
+
+    /// The feed `attendee` gets from the locations of `fan` (whose public location is `publicItems`).
+    static func fanOutEntries(_ fan: FanOut, attendee: Attendee, publicItems: FeedMerger.PublicItems)
+        -> [FeedMerger.Entry]
+    {
+        FeedMerger.entries(
             user: FanOut.node(fan.users[attendee.id] ?? [:]),
             tier: FanOut.node(fan.tiers[attendee.tierId] ?? [:]),
-            publicContent: FanOut.node(fan.publicContent),
             groups: attendee.groupIds.map { FanOut.node(fan.groups[$0] ?? [:]) },
-            attendee: attendee)
+            publicItems: publicItems, attendee: attendee)
     }
 
     /// Keys only in `new`, only in `old`, and in both with different items; each in key order.
-    static func keyDiff(old: Node, new: Node) -> (
-        added: [String], removed: [String], changed: [String]
-    ) {
-        keyDiff(
-            old: old.children.map { ($0.key, $0.node) }, new: new.children.map { ($0.key, $0.node) })
-    }
-
-    static func keyDiff(old: [(key: String, item: Node)], new: [(key: String, item: Node)])
-        -> (added: [String], removed: [String], changed: [String])
-    {
-        var before: [JSONKey: Node] = [:]
-        for entry in old { before[JSONKey(entry.key)] = entry.item }
+    static func keyDiff(old: Node, new: Node) -> (added: [String], removed: [String], changed: [String]) {
         var added: [String] = []
         var changed: [String] = []
-        var seen = Set<JSONKey>()
-        for entry in new {
-            let key = JSONKey(entry.key)
-            seen.insert(key)
-            if let previous = before[key] {
-                if previous != entry.item { changed.append(entry.key) }
-            } else {
-                added.append(entry.key)
+        for (key, item) in new.children {
+            let previous = old.child(key)
+            if previous.isEmpty {
+                added.append(key)
+            } else if FeedDiff.differ(previous, item) {
+                changed.append(key)
             }
         }
-        let removed = old.map(\.key).filter { !seen.contains(JSONKey($0)) }
-        let byKey: (String, String) -> Bool = { compareKeys($0, $1) < 0 }
-        return (added.sorted(by: byKey), removed.sorted(by: byKey), changed.sorted(by: byKey))
+        let removed = old.childKeys.filter { !new.hasChild($0) }
+        return (added, removed, changed)
     }
 
     private static func strings(_ keys: [String]) -> JSONValue { .array(keys.map { .string($0) }) }

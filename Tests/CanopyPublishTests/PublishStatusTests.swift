@@ -79,4 +79,24 @@ import Testing
             try PublishEngine.validate(root: root)
         }
     }
+
+    @Test func dryRunSeesReorderedAndChangedItemsPerAttendee() throws {
+        var root = try Seed.event()
+        root = root.applying(try PublishEngine.publishWrites(root: root, now: 1, publisher: nil))
+        let welcome = PublishLayout.pendingContent.child("-OKzKOoLaQT_8iMGWeID")
+        root = root.setting(Node(leaf: .int(99)), at: welcome.child("order"))
+        root = root.setting(
+            Node(leaf: .string("Pilot v2")),
+            at: PublishLayout.pendingContent.appending(
+                Path(segments: ["-OKzNX8oaPmZevDxYO1D", "title"])))
+        let result = PublishEngine.dryRun(root: root, directory: try Seed.directory())
+        let attendees = result["attendees"]?.arrayValue ?? []
+        #expect(attendees.count == 12)
+        for entry in attendees {
+            let changes = entry["changes"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let pilot = ["100203", "100207", "100212"].contains(entry["id"]?.stringValue ?? "")
+            #expect(changes == (pilot ? ["-OKzKOoLaQT_8iMGWeID", "-OKzNX8oaPmZevDxYO1D"] : ["-OKzKOoLaQT_8iMGWeID"]))
+            #expect(entry["gains"]?.arrayValue?.isEmpty == true && entry["loses"]?.arrayValue?.isEmpty == true)
+        }
+    }
 }

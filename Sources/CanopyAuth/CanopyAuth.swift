@@ -1,2 +1,0 @@
-// CanopyAuth -- placeholder until the module lands.
-import CanopyCore

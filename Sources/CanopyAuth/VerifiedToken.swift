@@ -1,0 +1,74 @@
+// VerifiedToken -- the claims of a token that passed verification, and what rules and namespaces see of them.
+
+import CanopyCore
+
+/// A verified token's claims.
+public struct VerifiedToken: Sendable {
+    /// All claims, a JSON object.
+    public let claims: JSONValue
+    /// The algorithm the token was verified with; nil for an unsigned (emulator) token.
+    public let algorithm: JWTAlgorithm?
+
+    /// Wraps claims that ``TokenVerifier`` has checked.
+    init(claims: JSONValue, algorithm: JWTAlgorithm?) {
+        precondition(claims.members != nil, "claims must be a JSON object")
+        self.claims = claims
+        self.algorithm = algorithm
+    }
+
+    /// The user id: the `uid` claim, else `sub`, else `user_id` (Firebase ID tokens carry both of
+    /// the last two). Non-string and empty values are skipped.
+    public var uid: String? {
+        for name in ["uid", "sub", "user_id"] {
+            if let value = claims[name]?.stringValue, !value.isEmpty { return value }
+        }
+        return nil
+    }
+
+    /// When the token expires, in milliseconds since the epoch (`exp` × 1000), if it has `exp`.
+    public var expiresAt: Int64? {
+        guard let seconds = claims["exp"]?.doubleValue, seconds.isFinite else { return nil }
+        let milliseconds = (seconds * 1000).rounded(.down)
+        return milliseconds >= 9.2e18 ? Int64.max : milliseconds <= -9.2e18 ? Int64.min : Int64(milliseconds)
+    }
+
+    /// Whether the `admin` claim is `true` (the claim `canopy token mint --admin` sets).
+    public var isAdmin: Bool { claims["admin"]?.boolValue == true }
+
+    /// Whether the token may be used on `namespace`, according to its `ns` claim.
+    ///
+    /// No `ns` claim: any namespace. A string: exactly that namespace. An array of strings: any of
+    /// them. Anything else (a number, an object, an array holding a non-string) allows nothing.
+    /// Names compare by exact UTF-8 bytes.
+    public func allows(namespace: String) -> Bool {
+        let wanted = Array(namespace.utf8)
+        switch claims["ns"] {
+        case nil:
+            return true
+        case .string(let name)?:
+            return Array(name.utf8) == wanted
+        case .array(let names)?:
+            var found = false
+            for entry in names {
+                guard let name = entry.stringValue else { return false }
+                if Array(name.utf8) == wanted { found = true }
+            }
+            return found
+        default:
+            return false
+        }
+    }
+
+    /// The `auth` variable security rules see: `{"uid": …, "provider": …, "token": <all claims>}`.
+    ///
+    /// `provider` is the `firebase.sign_in_provider` claim when it is a string, else `"custom"`;
+    /// `uid` is ``uid`` or null. Claims stay under `token` (rules read `auth.token.tierId`).
+    public var rulesAuth: JSONValue {
+        let provider = claims["firebase"]?["sign_in_provider"]?.stringValue ?? "custom"
+        return .object([
+            JSONMember("uid", uid.map(JSONValue.string) ?? .null),
+            JSONMember("provider", .string(provider)),
+            JSONMember("token", claims),
+        ])
+    }
+}

@@ -1,0 +1,253 @@
+// HTTPClient -- a small blocking HTTP/1.1 client over one keep-alive TCP connection (CLI tools, benchmarks, tests).
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+import CCanopyLinux
+import CanopyCore
+
+/// A failed client request: connection refused, timeout, malformed response.
+public struct HTTPClientError: CanopyError {
+    public let message: String
+    public var code: String { "http_client" }
+    public var userMessage: String { message }
+    public init(_ message: String) { self.message = message }
+}
+
+/// A response received by `HTTPClient`.
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// One blocking HTTP/1.1 connection to `host:port`, reconnecting when the server closed it.
+public final class HTTPClient {
+    public let host: String
+    public let port: Int
+    public var timeoutSeconds: Int
+    private var fd: Int32 = -1
+    private var buffer: [UInt8] = []
+
+    public init(host: String, port: Int, timeoutSeconds: Int = 30) {
+        self.host = host
+        self.port = port
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    deinit { close() }
+
+    /// Parses `http://host:port` (path and query ignored).
+    public convenience init(url: String, timeoutSeconds: Int = 30) throws {
+        guard url.hasPrefix("http://") else { throw HTTPClientError("only http:// URLs are supported: \(url)") }
+        let rest = url.dropFirst("http://".count)
+        let authority = rest.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+        let hostPart = authority.split(separator: "?").first.map(String.init) ?? authority
+        let pieces = hostPart.split(separator: ":")
+        guard let host = pieces.first, pieces.count <= 2 else { throw HTTPClientError("bad URL \(url)") }
+        let port = pieces.count == 2 ? Int(pieces[1]) : 80
+        guard let port else { throw HTTPClientError("bad port in \(url)") }
+        self.init(host: host == "localhost" ? "127.0.0.1" : String(host), port: port, timeoutSeconds: timeoutSeconds)
+    }
+
+    public func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+        buffer = []
+    }
+
+    /// Sends one request and reads the whole response. Retries once on a connection the server had closed.
+    public func request(
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) throws -> HTTPClientResponse {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || ["PUT", "POST", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        let bytes = Array(head.utf8) + body
+        let reused = fd >= 0
+        do {
+            try ensureConnected()
+            try sendAll(bytes)
+            return try readResponse(method: method)
+        } catch where reused {
+            close()
+            try ensureConnected()
+            try sendAll(bytes)
+            return try readResponse(method: method)
+        }
+    }
+
+    /// Sends a request and returns once the response head arrived; read the body with `readChunk()`.
+    public func openStream(_ target: String, headers: [(String, String)]) throws -> HTTPClientResponse {
+        close()
+        try ensureConnected()
+        var head = "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        try sendAll(Array(head.utf8))
+        return try readHead()
+    }
+
+    /// Raw bytes of a streamed body as they arrive (chunk framing left in place); empty at end of stream.
+    public func readChunk() throws -> [UInt8] {
+        if !buffer.isEmpty {
+            defer { buffer = [] }
+            return buffer
+        }
+        return try receive()
+    }
+
+    // MARK: - internals
+
+    private func ensureConnected() throws {
+        if fd >= 0 { return }
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw HTTPClientError("socket() failed: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            Glibc.close(socketFD)
+            throw HTTPClientError("'\(host)' is not an IPv4 address")
+        }
+        var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socketFD, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var one: Int32 = 1
+        setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(socketFD)
+            throw HTTPClientError(
+                code == ECONNREFUSED
+                    ? "cannot connect to http://\(host):\(port): connection refused (is 'canopy serve' running?)"
+                    : "cannot connect to http://\(host):\(port): errno \(code)")
+        }
+        fd = socketFD
+        buffer = []
+    }
+
+    private func sendAll(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw HTTPClientError("send failed: errno \(errno)") }
+            offset += n
+        }
+    }
+
+    private func receive() throws -> [UInt8] {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 {
+                throw HTTPClientError(
+                    errno == EAGAIN ? "timed out after \(timeoutSeconds) s" : "receive failed: errno \(errno)")
+            }
+            return Array(chunk[0..<n])
+        }
+    }
+
+    private func fill() throws {
+        let more = try receive()
+        guard !more.isEmpty else { throw HTTPClientError("connection closed by the server") }
+        buffer += more
+    }
+
+    private func readHead() throws -> HTTPClientResponse {
+        var end: Int?
+        while end == nil {
+            end = findHeadEnd()
+            if end == nil {
+                guard buffer.count < 1 << 20 else { throw HTTPClientError("response head too large") }
+                try fill()
+            }
+        }
+        let headBytes = buffer[0..<end!]
+        buffer.removeFirst(end! + 4)
+        let lines = String(decoding: headBytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        guard let statusLine = lines.first else { throw HTTPClientError("empty response") }
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, let status = Int(parts[1]) else {
+            throw HTTPClientError("malformed status line")
+        }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = String(line[..<colon])
+            let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+            headers.append((name, String(value)))
+        }
+        return HTTPClientResponse(status: status, headers: headers, body: [])
+    }
+
+    private func findHeadEnd() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for i in 0...(buffer.count - 4)
+        where buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 && buffer[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    private func readResponse(method: String) throws -> HTTPClientResponse {
+        var response = try readHead()
+        if response.status == 100 { response = try readHead() }
+        if method == "HEAD" || response.status == 204 || response.status == 304 { return response }
+        if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
+            response.body = try readChunkedBody()
+        } else if let lengthText = response.header("content-length"), let length = Int(lengthText) {
+            while buffer.count < length { try fill() }
+            response.body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+        } else {
+            while true {
+                let more = try receive()
+                if more.isEmpty { break }
+                buffer += more
+            }
+            response.body = buffer
+            close()
+        }
+        if response.header("connection")?.lowercased() == "close" { close() }
+        return response
+    }
+
+    private func readChunkedBody() throws -> [UInt8] {
+        var body: [UInt8] = []
+        while true {
+            var lineEnd: Int?
+            while lineEnd == nil {
+                lineEnd = buffer.indices.dropLast().first { buffer[$0] == 13 && buffer[$0 + 1] == 10 }
+                if lineEnd == nil { try fill() }
+            }
+            let sizeText = String(decoding: buffer[0..<lineEnd!], as: UTF8.self).split(separator: ";").first ?? ""
+            guard let size = Int(sizeText.trimmingSpaces, radix: 16) else { throw HTTPClientError("bad chunk size") }
+            buffer.removeFirst(lineEnd! + 2)
+            if size == 0 {
+                while !(buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10) { try fill() }
+                buffer.removeFirst(2)
+                return body
+            }
+            while buffer.count < size + 2 { try fill() }
+            body += buffer[0..<size]
+            buffer.removeFirst(size + 2)
+        }
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: String { String(self.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+}

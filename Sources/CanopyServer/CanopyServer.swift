@@ -1,2 +1,0 @@
-// CanopyServer -- placeholder until the module lands.
-import CanopyCore

@@ -1,0 +1,127 @@
+// Credentials -- the admin credential, the token signing secret, and turning a request's credential into an Identity.
+
+import CanopyAuth
+import CanopyCore
+
+/// Why a credential was refused (REST 401).
+public struct CredentialError: CanopyError {
+    public let message: String
+    public var code: String { "invalid_credential" }
+    public var userMessage: String { message }
+}
+
+/// The daemon's secrets and token verifier.
+public final class Credentials: Sendable {
+    /// File holding the admin credential (mode 0600).
+    public let adminCredentialPath: String
+    /// File holding the HS256 signing secret (mode 0600).
+    public let signingSecretPath: String
+    let adminCredential: String
+    let signingSecret: [UInt8]
+    let verifier: TokenVerifier
+    let emulator: Bool
+
+    public init(configuration: ServerConfiguration) throws {
+        adminCredentialPath = configuration.dataDirectory + "/admin.credential"
+        signingSecretPath = configuration.dataDirectory + "/signing.key"
+        adminCredential = Base64.encode(
+            try SecretFile.loadOrCreate(path: adminCredentialPath, byteCount: 32), url: true, padding: false)
+        signingSecret = try SecretFile.loadOrCreate(path: signingSecretPath, byteCount: 32)
+        var keys = [VerificationKey.hmac(secret: signingSecret)]
+        for file in configuration.publicKeyFiles {
+            let text = try readTextFile(file)
+            if text.contains("-----BEGIN") {
+                keys += try VerificationKey.publicKeys(pem: text)
+            } else {
+                keys += try VerificationKey.jwks(json: text)
+            }
+        }
+        emulator = configuration.emulator
+        verifier = TokenVerifier(keys: keys, clock: configuration.clock, allowUnsigned: configuration.emulator)
+    }
+
+    /// Signs a token with the daemon's secret (used by tests and `canopy token mint` against a data directory).
+    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) -> String {
+        TokenMinter.mintHS256(claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
+    }
+
+    /// The admin credential's text (for tests and the CLI running on the same machine).
+    public var adminSecret: String { adminCredential }
+
+    /// Resolves the identity a request acts as.
+    ///
+    /// - Parameters:
+    ///   - bearer: the `Authorization: Bearer` value, if any.
+    ///   - authParam: the `auth=` (or `access_token=`) query value, if any.
+    ///   - override: the `auth_variable_override` query value, if any (admin credential only).
+    ///   - namespace: the namespace the request is for (a token's `ns` claim must allow it).
+    public func identify(bearer: String?, authParam: String?, override: String?, namespace: String)
+        throws(CredentialError) -> Identity
+    {
+        var identity = Identity.anonymous
+        for credential in [bearer, authParam] {
+            guard let credential, !credential.isEmpty else { continue }
+            identity = try identify(credential: credential, namespace: namespace)
+            if identity.isAdmin { break }
+        }
+        if let override {
+            guard identity.isAdmin else {
+                throw CredentialError(message: "auth_variable_override requires the admin credential.")
+            }
+            guard let value = try? JSONValue.parse(override) else {
+                throw CredentialError(message: "auth_variable_override is not valid JSON.")
+            }
+            switch value {
+            case .null: return .anonymous
+            case .object: return .user(auth: value, expiresAt: nil)
+            default: throw CredentialError(message: "auth_variable_override must be a JSON object or null.")
+            }
+        }
+        return identity
+    }
+
+    /// Resolves one credential string: the admin credential, `owner` in emulator mode, or a JWT.
+    public func identify(credential: String, namespace: String) throws(CredentialError) -> Identity {
+        if constantTimeEqual(credential, adminCredential) { return .admin }
+        if emulator && credential == "owner" { return .admin }
+        let token: VerifiedToken
+        do {
+            token = try verifier.verify(credential)
+        } catch {
+            throw CredentialError(message: "Could not parse auth token: \(error.userMessage)")
+        }
+        guard token.allows(namespace: namespace) else {
+            throw CredentialError(message: "This token is not valid for namespace '\(namespace)'.")
+        }
+        return .user(auth: token.rulesAuth, expiresAt: token.expiresAt)
+    }
+}
+
+/// Compares two strings without an early exit, so timing does not reveal a prefix of the secret.
+func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8)
+    let y = Array(b.utf8)
+    var diff = UInt8(x.count == y.count ? 0 : 1)
+    for i in 0..<min(x.count, y.count) { diff |= x[i] ^ y[i] }
+    return diff == 0
+}
+
+/// Reads a whole text file.
+func readTextFile(_ path: String) throws -> String {
+    guard let file = fopen(path, "rb") else {
+        throw CredentialError(message: "cannot open '\(path)'")
+    }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, file)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,86 @@
+// Daemon -- the composition root: data directory, credentials, namespaces, HTTP server, signals, shutdown.
+
+import CanopyCore
+import CanopyNet
+import CanopyStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A running Canopy server. Create it, `start()` it, then `run()` blocks until SIGTERM/SIGINT or `stop()`.
+public final class Daemon: @unchecked Sendable {  // safe: loop state is touched only on `loop`; see `stop()`
+    public let configuration: ServerConfiguration
+    public let credentials: Credentials
+    let loop: EventLoop
+    private var server: HTTPServer?
+    private var context: ServerContext?
+    private var isShuttingDown = false
+    private let logger = Logger(label: "canopy.server")
+
+    public init(configuration: ServerConfiguration) throws {
+        self.configuration = configuration
+        _ = try DataDirectory(path: configuration.dataDirectory)
+        credentials = try Credentials(configuration: configuration)
+        loop = try EventLoop()
+    }
+
+    /// Binds the listening socket; `port` is known afterwards.
+    public func start() throws {
+        let registry = try NamespaceRegistry(configuration: configuration, loop: loop)
+        let context = ServerContext(configuration: configuration, credentials: credentials, registry: registry)
+        self.context = context
+        let hub = RealtimeHub(context: context, loop: loop)
+        context.realtime = hub
+        registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = configuration.maxBodyBytes
+        let server = try HTTPServer(
+            loop: loop, host: configuration.host, port: configuration.port, limits: limits,
+            handler: RESTHandler(context: context))
+        try server.start()
+        self.server = server
+        logger.info("server.listening", ["url": "http://\(configuration.host):\(server.port)"])
+    }
+
+    /// The bound port.
+    public var port: Int { server?.port ?? configuration.port }
+
+    /// Runs the event loop on the calling thread until shutdown; handles SIGTERM and SIGINT gracefully.
+    public func run() {
+        loop.onSignals([SIGTERM, SIGINT]) { [weak self] signal in
+            self?.logger.info("server.signal", ["signal": "\(signal)"])
+            self?.shutdown()
+        }
+        loop.run()
+    }
+
+    /// Opens a namespace on the loop and runs `body` with it (tools and tests).
+    public func withNamespace(_ name: String, _ body: @escaping @Sendable (Namespace) -> Void) {
+        loop.execute { [weak self] in
+            guard let ns = try? self?.context?.registry.namespace(name, create: true) else { return }
+            body(ns)
+        }
+    }
+
+    /// Graceful shutdown from any thread: stop accepting, let in-flight requests finish, close the databases.
+    public func stop() {
+        loop.execute { [weak self] in self?.shutdown() }
+    }
+
+    private func shutdown() {
+        guard let server, !isShuttingDown else {
+            if self.server == nil { loop.stop() }
+            return
+        }
+        isShuttingDown = true
+        // The closure keeps the server alive until its connections drained.
+        server.shutdown(graceful: true) { [self, server] in
+            _ = server
+            self.server = nil
+            self.context?.registry.closeAll()
+            self.logger.info("server.stopped")
+            self.loop.stop()
+        }
+    }
+}

@@ -1,0 +1,78 @@
+// ListenerTree -- listen points arranged as a tree of paths, so a change finds its listeners without a scan.
+
+import CanopyCore
+
+/// Groups of listeners keyed by path; each group shares one (location, query) so events are serialized once.
+/// Loop-confined.
+final class ListenerTree<Group: AnyObject> {
+    private final class Point {
+        var groups: [Group] = []
+        var children: [JSONKey: Point] = [:]
+    }
+    private let top = Point()
+
+    /// Adds `group` at `path`.
+    func insert(_ group: Group, at path: Path) {
+        var point = top
+        for key in path.segments {
+            let k = JSONKey(key)
+            if let next = point.children[k] {
+                point = next
+            } else {
+                let created = Point()
+                point.children[k] = created
+                point = created
+            }
+        }
+        point.groups.append(group)
+    }
+
+    /// Removes `group` from `path`, pruning empty points.
+    func remove(_ group: Group, at path: Path) {
+        var trail: [(Point, JSONKey)] = []
+        var point = top
+        for key in path.segments {
+            let k = JSONKey(key)
+            guard let next = point.children[k] else { return }
+            trail.append((point, k))
+            point = next
+        }
+        point.groups.removeAll { $0 === group }
+        while let (parent, key) = trail.last, let child = parent.children[key], child.groups.isEmpty,
+            child.children.isEmpty
+        {
+            parent.children[key] = nil
+            trail.removeLast()
+        }
+    }
+
+    /// Every group whose location overlaps `path`: at an ancestor of it, at it, or below it.
+    /// Costs the depth of `path` plus the size of the listen subtree under it.
+    func groups(overlapping path: Path) -> [Group] {
+        var found: [Group] = []
+        var point = top
+        found += point.groups
+        for key in path.segments {
+            guard let next = point.children[JSONKey(key)] else { return found }
+            point = next
+            found += point.groups
+        }
+        var stack = Array(point.children.values)
+        while let next = stack.popLast() {
+            found += next.groups
+            stack += next.children.values
+        }
+        return found
+    }
+
+    /// Every group (for rules changes).
+    func allGroups() -> [Group] {
+        var found: [Group] = []
+        var stack = [top]
+        while let next = stack.popLast() {
+            found += next.groups
+            stack += next.children.values
+        }
+        return found
+    }
+}

@@ -1,0 +1,178 @@
+// Namespace -- one event's database: the in-memory tree, its SQLite file and the group-commit pipeline.
+//
+// Durability contract: a write changes `root` at once (so later requests on the loop see it), is persisted in
+// the next group-committed transaction (handed to the store's writer thread once per loop pass, before the
+// loop sleeps), and is acknowledged only from `whenDurable`, which runs after that transaction committed.
+// Reads also wait in `whenDurable`, so no client is ever shown data that a crash could still take away.
+
+import CanopyCore
+import CanopyNet
+import CanopyStore
+
+/// A namespace's tree and persistence. Loop-confined: every method runs on `loop`.
+public final class Namespace {
+    public let name: String
+    public private(set) var root: Node
+    /// The active security rules of this namespace.
+    public var policy: any AccessPolicy
+    /// Rules source as last set (for `GET /.settings/rules.json`).
+    public var rulesSource: String?
+    /// Called after each committed batch with the tree before and after it (for realtime fan-out).
+    public var onCommit: ((_ before: Node, _ after: Node, _ changedPaths: [Path]) -> Void)?
+
+    private let store: NamespaceStore
+    private let loop: EventLoop
+    private let logger = Logger(label: "canopy.store")
+
+    /// Mutations and waiters of the batch being filled during this loop pass.
+    private var openMutations: [StoreMutation] = []
+    private var openWaiters: [(Bool) -> Void] = []
+    private var openChangedPaths: [Path] = []
+    private var openBefore: Node?
+    /// Waiters of submitted batches, oldest first; the store completes batches in submission order.
+    private var inFlight: [InFlightBatch] = []
+    private var needsReload = false
+
+    private struct InFlightBatch {
+        var waiters: [(Bool) -> Void]
+        var before: Node
+        var after: Node
+        var changedPaths: [Path]
+    }
+
+    init(name: String, store: NamespaceStore, loop: EventLoop, policy: any AccessPolicy) throws {
+        self.name = name
+        self.store = store
+        self.loop = loop
+        self.policy = policy
+        self.root = try Namespace.load(from: store)
+    }
+
+    /// Replaces the node at each path (in order) with the given node and schedules the change for commit.
+    /// The caller has authorized the change and computed `newRoot` with `Namespace.applying`.
+    public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node) {
+        loop.assertInLoop()
+        let old = root
+        if openBefore == nil { openBefore = old }
+        var current = old
+        for write in writes {
+            let next = current.setting(write.node, at: write.path)
+            openMutations += Namespace.mutations(for: write.path, before: current, after: next)
+            openChangedPaths.append(write.path)
+            current = next
+        }
+        root = newRoot
+    }
+
+    /// Runs `body` once everything written so far is durable (`true`), or failed to persist (`false`).
+    public func whenDurable(_ body: @escaping (Bool) -> Void) {
+        loop.assertInLoop()
+        if !openMutations.isEmpty {
+            openWaiters.append(body)
+        } else if !inFlight.isEmpty {
+            inFlight[inFlight.count - 1].waiters.append(body)
+        } else {
+            body(true)
+        }
+    }
+
+    /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
+    public func flush() {
+        guard !openMutations.isEmpty else { return }
+        let mutations = openMutations
+        inFlight.append(
+            InFlightBatch(
+                waiters: openWaiters, before: openBefore ?? root, after: root, changedPaths: openChangedPaths))
+        openMutations = []
+        openWaiters = []
+        openChangedPaths = []
+        openBefore = nil
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        store.submit(mutations) { result in
+            let ok: Bool
+            switch result {
+            case .success: ok = true
+            case .failure(let error):
+                ok = false
+                Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
+            }
+            loop.execute { bound.value?.batchCompleted(ok: ok) }
+        }
+    }
+
+    private func batchCompleted(ok: Bool) {
+        guard !inFlight.isEmpty else { return }
+        let batch = inFlight.removeFirst()
+        if ok {
+            onCommit?(batch.before, batch.after, batch.changedPaths)
+        } else {
+            needsReload = true
+        }
+        for waiter in batch.waiters { waiter(ok) }
+        if needsReload && inFlight.isEmpty && openMutations.isEmpty {
+            needsReload = false
+            do {
+                root = try Namespace.load(from: store)
+                logger.notice("store.reloaded", ["ns": name])
+            } catch {
+                logger.error("store.reload_failed", ["ns": name, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Waits for queued batches and closes the file.
+    func close() {
+        flush()
+        store.flushAndClose()
+    }
+
+    // MARK: - Tree helpers
+
+    /// The tree after replacing each path's node in order (pure; used to authorize before committing).
+    public static func applying(_ writes: [(path: Path, node: Node)], to root: Node) -> Node {
+        var current = root
+        for write in writes { current = current.setting(write.node, at: write.path) }
+        return current
+    }
+
+    /// The store mutations that turn `before` into `after`, where the two differ only at or below `path`
+    /// (and in ancestors that became empty or stopped being leaves).
+    ///
+    /// The replaced region is the shallowest of: an ancestor that was a leaf (it becomes an internal node), an
+    /// ancestor that became empty (it is pruned), or `path` itself (its parent for a `.priority` write). The region
+    /// is deleted and rewritten, so a write costs in proportion to the old and new size of that region.
+    static func mutations(for path: Path, before: Node, after: Node) -> [StoreMutation] {
+        var target = path
+        if target.lastKey == ".priority", let parent = target.parent { target = parent }
+        var region = target
+        var prefix = Path.root
+        for key in target.segments {
+            if before.node(at: prefix).isLeaf || after.node(at: prefix).isEmpty {
+                region = prefix
+                break
+            }
+            prefix = prefix.child(key)
+        }
+        var out: [StoreMutation] = [.deleteSubtree(path: region.segments)]
+        after.node(at: region).forEachRecord(under: region.segments) { record in
+            switch record {
+            case .leaf(let path, let value, let priority): out.append(.putLeaf(path: path, value: value, priority: priority))
+            case .priority(let path, let priority): out.append(.putPriority(path: path, priority: priority))
+            }
+        }
+        return out
+    }
+
+    /// Rebuilds the tree from the store's rows (called at start-up and after a failed commit).
+    static func load(from store: NamespaceStore) throws -> Node {
+        let builder = NodeBuilder()
+        try store.loadAll { entry in
+            switch entry.kind {
+            case .leaf: try builder.add(.leaf(path: entry.path, value: entry.value, priority: entry.priority))
+            case .priority: try builder.add(.priority(path: entry.path, priority: entry.value))
+            }
+        }
+        return builder.build()
+    }
+}

@@ -1,0 +1,103 @@
+// NamespaceRegistry -- opens each namespace's SQLite file on first use and keeps it open.
+
+import CanopyCore
+import CanopyNet
+import CanopyRules
+import CanopyStore
+
+/// All namespaces of a daemon. Loop-confined.
+public final class NamespaceRegistry {
+    private let configuration: ServerConfiguration
+    private let loop: EventLoop
+    private var open: [String: Namespace] = [:]
+    private let directory: DataDirectory
+    /// Rules every namespace starts with when it has none of its own (from `--rules`, else admin-only).
+    private let defaultRules: (policy: any AccessPolicy, source: String?)
+    private let logger = Logger(label: "canopy.server")
+    /// Called when a namespace is opened (the realtime layer hooks commits here).
+    public var onOpen: ((Namespace) -> Void)?
+
+    init(configuration: ServerConfiguration, loop: EventLoop) throws {
+        self.configuration = configuration
+        self.loop = loop
+        self.directory = try DataDirectory(path: configuration.dataDirectory)
+        if let file = configuration.rulesFile {
+            let source = try readTextFile(file)
+            do {
+                defaultRules = (RulesPolicy(rules: try CompiledRules.compile(source: source)), source)
+            } catch {
+                throw CredentialError(message: "rules file '\(file)' is invalid: \(error.userMessage)")
+            }
+        } else {
+            defaultRules = (AdminOnlyPolicy(), nil)
+        }
+        loop.addBeforeSleepHook { [weak self] in self?.flushAll() }
+    }
+
+    /// The namespace called `name`, opened (or created when `create`) on first use; nil if it does not exist.
+    public func namespace(_ name: String, create: Bool) throws -> Namespace? {
+        if let existing = open[name] { return existing }
+        let file = try directory.storePath(for: name)
+        if !create && !fileExists(file) { return nil }
+        let store = try NamespaceStore(
+            path: file, options: StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal))
+        let namespace = try Namespace(name: name, store: store, loop: loop, policy: defaultRules.policy)
+        namespace.rulesSource = defaultRules.source
+        if let saved = try? readTextFile(rulesFile(for: name)),
+            let compiled = try? CompiledRules.compile(source: saved)
+        {
+            namespace.policy = RulesPolicy(rules: compiled)
+            namespace.rulesSource = saved
+        }
+        open[name] = namespace
+        logger.info("ns.open", ["ns": name])
+        onOpen?(namespace)
+        return namespace
+    }
+
+    /// Every namespace currently open.
+    public var openNamespaces: [Namespace] { Array(open.values) }
+
+    /// Replaces a namespace's rules and persists them next to its database file.
+    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws {
+        try writeTextFileAtomically(rulesFile(for: namespace.name), source)
+        namespace.policy = RulesPolicy(rules: compiled)
+        namespace.rulesSource = source
+    }
+
+    private func rulesFile(for name: String) -> String {
+        configuration.dataDirectory + "/" + name + ".rules.json"
+    }
+
+    private func flushAll() {
+        for namespace in open.values { namespace.flush() }
+    }
+
+    /// Flushes and closes every namespace (graceful shutdown).
+    func closeAll() {
+        for namespace in open.values { namespace.close() }
+        open.removeAll()
+    }
+}
+
+func fileExists(_ path: String) -> Bool {
+    access(path, F_OK) == 0
+}
+
+/// Writes a file via a temporary file and rename, so readers never see half a file.
+func writeTextFileAtomically(_ path: String, _ text: String) throws {
+    let temporary = path + ".tmp"
+    guard let file = fopen(temporary, "wb") else { throw CredentialError(message: "cannot write '\(path)'") }
+    let bytes = Array(text.utf8)
+    let written = fwrite(bytes, 1, bytes.count, file)
+    fflush(file)
+    fsync(fileno(file))
+    fclose(file)
+    guard written == bytes.count, rename(temporary, path) == 0 else {
+        throw CredentialError(message: "cannot write '\(path)'")
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,176 @@
+// RESTHandler -- routes HTTP requests: data (`/<path>.json`), rules (`/.settings/rules.json`), CORS preflight.
+
+import CanopyCore
+import CanopyNet
+import CanopyRules
+
+/// A parsed data request: where, who, and with which options.
+struct DataRequest {
+    var http: HTTPRequest
+    var method: String
+    var path: Path
+    var namespaceName: String
+    var identity: Identity
+    var params: [String: String]
+    var now: Int64
+
+    var pretty: Bool { params["print"] == "pretty" }
+    var silent: Bool { params["print"] == "silent" }
+}
+
+/// The HTTP entry point of the daemon. Loop-confined.
+final class RESTHandler: HTTPHandler {
+    let context: ServerContext
+
+    init(context: ServerContext) { self.context = context }
+
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        do {
+            try route(request, responder)
+        } catch let error as RESTError {
+            responder.respond(.error(error))
+        } catch let error as any CanopyError {
+            responder.respond(.error(RESTError(400, error.userMessage)))
+        } catch {
+            responder.respond(.error(RESTError(500, "Internal error.")))
+        }
+    }
+
+    private func route(_ request: HTTPRequest, _ responder: HTTPResponder) throws {
+        if request.method == "OPTIONS" {
+            responder.respond(Self.preflight)
+            return
+        }
+        if let realtime = context.realtime, realtime.handles(request) {
+            realtime.handle(request, responder)
+            return
+        }
+        let method = effectiveMethod(request)
+        if request.path == "/.settings/rules.json" {
+            try handleRules(request, method: method, responder)
+            return
+        }
+        guard request.path.hasSuffix(".json") else {
+            if request.path == "/" && method == "GET" {
+                responder.respond(.json(200, ["name": "canopy", "status": "ok"]))
+                return
+            }
+            throw RESTError(404, "Not found. Data paths end in .json, e.g. /users/ada.json")
+        }
+        if request.path.hasPrefix("/.") && !request.path.hasPrefix("/.json") {
+            throw RESTError(404, "Unknown endpoint \(request.path).")
+        }
+        let data = try parseDataRequest(request, method: method)
+        switch method {
+        case "GET": try handleGet(data, responder)
+        case "PUT": try handlePut(data, responder)
+        case "POST": try handlePost(data, responder)
+        case "PATCH": try handlePatch(data, responder)
+        case "DELETE": try handleDelete(data, responder)
+        default: throw RESTError(405, "Method \(method) is not allowed.")
+        }
+    }
+
+    /// `POST` with `X-HTTP-Method-Override` (header or query parameter) acts as that method.
+    private func effectiveMethod(_ request: HTTPRequest) -> String {
+        guard request.method == "POST" else { return request.method }
+        let override = request.header("x-http-method-override") ?? request.queryValue("x-http-method-override")
+        if let override, ["PUT", "PATCH", "DELETE", "GET"].contains(override.uppercased()) {
+            return override.uppercased()
+        }
+        return request.method
+    }
+
+    private func parseDataRequest(_ request: HTTPRequest, method: String) throws -> DataRequest {
+        var params: [String: String] = [:]
+        for item in request.query { params[item.name] = item.value }
+        let rawPath = String(request.path.dropLast(".json".count))
+        let path: Path
+        do {
+            path = try Path(parsing: rawPath, allowPriorityLeaf: method != "GET")
+        } catch {
+            throw RESTError(400, error.userMessage)
+        }
+        let namespace = try namespaceName(request, params: params)
+        let identity = try identify(request, params: params, namespace: namespace)
+        return DataRequest(
+            http: request, method: method, path: path, namespaceName: namespace, identity: identity,
+            params: params, now: context.configuration.clock.nowMilliseconds())
+    }
+
+    /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
+    func namespaceName(_ request: HTTPRequest, params: [String: String]) throws -> String {
+        if let ns = params["ns"], !ns.isEmpty { return ns }
+        if let host = request.header("host") {
+            let name = host.split(separator: ":").first.map(String.init) ?? host
+            let labels = name.split(separator: ".")
+            if labels.count >= 2, labels.last == "localhost" || labels.count >= 3,
+                !name.allSatisfy({ $0.isNumber || $0 == "." })
+            {
+                return String(labels[0])
+            }
+        }
+        return context.configuration.defaultNamespace
+    }
+
+    func identify(_ request: HTTPRequest, params: [String: String], namespace: String) throws -> Identity {
+        var bearer: String?
+        if let header = request.header("authorization") {
+            let parts = header.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" { bearer = String(parts[1]) }
+        }
+        do {
+            return try context.credentials.identify(
+                bearer: bearer, authParam: params["auth"] ?? params["access_token"],
+                override: params["auth_variable_override"], namespace: namespace)
+        } catch {
+            throw RESTError(401, error.userMessage)
+        }
+    }
+
+    static let preflight = HTTPResponse(
+        status: 200,
+        headers: commonHeaders + [
+            ("Access-Control-Allow-Methods", "GET, PUT, POST, PATCH, DELETE, OPTIONS"),
+            (
+                "Access-Control-Allow-Headers",
+                "Content-Type, Authorization, X-Firebase-ETag, If-Match, If-None-Match, X-HTTP-Method-Override"
+            ),
+            ("Access-Control-Expose-Headers", "ETag"),
+            ("Access-Control-Max-Age", "3600"),
+            ("Content-Length", "0"),
+        ],
+        body: [])
+
+    // MARK: - Rules endpoint
+
+    private func handleRules(_ request: HTTPRequest, method: String, _ responder: HTTPResponder) throws {
+        var params: [String: String] = [:]
+        for item in request.query { params[item.name] = item.value }
+        let name = try namespaceName(request, params: params)
+        let identity = try identify(request, params: params, namespace: name)
+        guard identity.isAdmin else { throw RESTError.permissionDenied }
+        switch method {
+        case "GET":
+            let namespace = try context.namespace(name, create: false)
+            let source = namespace?.rulesSource ?? context.defaultRulesSource
+            let json = (try? JSONValue.parse(source, options: JSONParseOptions(allowComments: true))) ?? .null
+            responder.respond(.json(200, json, pretty: true))
+        case "PUT":
+            let source = String(decoding: request.body, as: UTF8.self)
+            let compiled: CompiledRules
+            do {
+                compiled = try CompiledRules.compile(source: source)
+            } catch {
+                throw RESTError(400, error.userMessage)
+            }
+            guard let namespace = try context.namespace(name, create: true) else { throw RESTError(500, "no ns") }
+            try context.registry.setRules(source, compiled: compiled, for: namespace)
+            Logger(label: "canopy.rules").info("rules.replaced", ["ns": name])
+            context.realtime?.rulesChanged(in: namespace)
+            responder.respond(.json(200, ["status": "ok"]))
+        default:
+            throw RESTError(405, "Method \(method) is not allowed on rules.")
+        }
+    }
+}

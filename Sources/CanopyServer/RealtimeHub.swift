@@ -1,0 +1,217 @@
+// RealtimeHub -- fans committed changes out to subscribers, and re-checks them when rules or tokens change.
+
+import CanopyCore
+import CanopyNet
+
+/// All realtime subscriptions of a daemon: SSE streams and WebSocket listens. Loop-confined.
+final class RealtimeHub: RealtimeService {
+    unowned let context: ServerContext
+    let loop: EventLoop
+    private var trees: [ObjectIdentifier: ListenerTree<ListenGroup>] = [:]
+    /// Groups by namespace, location and query, so equal subscriptions share serialization.
+    private var groupsByKey: [String: ListenGroup] = [:]
+    #if CANOPY_WEBSOCKET
+        private var sessions: [ObjectIdentifier: WireSession] = [:]
+    #endif
+    private let logger = Logger(label: "canopy.realtime")
+    /// Interval between SSE keep-alive events.
+    var keepAliveMilliseconds: Int64 = 30_000
+
+    init(context: ServerContext, loop: EventLoop) {
+        self.context = context
+        self.loop = loop
+    }
+
+    /// Wires a newly opened namespace's commits to the fan-out.
+    func attach(_ namespace: Namespace) {
+        namespace.onCommit = { [weak self, weak namespace] before, after, paths in
+            guard let self, let namespace else { return }
+            self.committed(namespace, before: before, after: after, changedPaths: paths)
+        }
+    }
+
+    // MARK: - WebSocket
+
+    func handles(_ request: HTTPRequest) -> Bool { request.path == "/.ws" }
+
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        #if CANOPY_WEBSOCKET
+        var params: [String: String] = [:]
+        for item in request.query { params[item.name] = item.value }
+        let handler = RESTHandler(context: context)
+        let name: String
+        let namespace: Namespace
+        do {
+            name = try handler.namespaceName(request, params: params)
+            guard let ns = try context.namespace(name, create: true) else { throw RESTError(500, "no namespace") }
+            namespace = ns
+        } catch let error as RESTError {
+            responder.respond(.error(error))
+            return
+        } catch {
+            responder.respond(.error(RESTError(400, "\(error)")))
+            return
+        }
+        guard let socket = responder.upgradeToWebSocket(request) else { return }
+        let session = WireSession(hub: self, namespace: namespace, socket: socket)
+        sessions[ObjectIdentifier(session)] = session
+        session.start(host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+        #else
+        responder.respond(.error(RESTError(404, "The WebSocket transport is not available.")))
+        #endif
+    }
+
+    #if CANOPY_WEBSOCKET
+    func sessionClosed(_ session: WireSession) {
+        sessions[ObjectIdentifier(session)] = nil
+    }
+    #endif
+
+    // MARK: - SSE
+
+    func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws {
+        let query = try QuerySpec.fromRESTChecked(request.params)
+        guard let namespace = try context.namespace(request.namespaceName, create: true) else {
+            throw RESTError(500, "Namespace unavailable.")
+        }
+        guard allowed(request.identity, read: request.path, query: query, in: namespace) else {
+            throw RESTError.permissionDenied
+        }
+        let http = responder.startStream(
+            status: 200,
+            headers: [
+                ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                ("Access-Control-Allow-Origin", "*"),
+            ])
+        let subscriber = EventStream(stream: http, identity: request.identity)
+        http.onClose = { [weak self, weak subscriber] in
+            guard let self, let subscriber else { return }
+            self.remove(subscriber)
+        }
+        let snapshot = namespace.root
+        namespace.whenDurable { [weak self] _ in
+            guard let self, !http.isClosed else { return }
+            let group = self.group(namespace: namespace, path: request.path, query: query)
+            subscriber.group = group
+            group.sse.append(subscriber)
+            http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: snapshot).json()]))
+        }
+        scheduleKeepAlive(subscriber)
+        if case .user(_, let expiresAt?) = request.identity {
+            let delay = max(0, expiresAt - context.configuration.clock.nowMilliseconds())
+            subscriber.expiry = loop.schedule(afterMilliseconds: delay) { [weak self, weak subscriber] in
+                guard let self, let subscriber else { return }
+                subscriber.stream.send(EventStream.formatRaw("auth_revoked", "credential is no longer valid"))
+                self.close(subscriber)
+            }
+        }
+    }
+
+    private func scheduleKeepAlive(_ subscriber: EventStream) {
+        subscriber.keepAlive = loop.schedule(afterMilliseconds: keepAliveMilliseconds) {
+            [weak self, weak subscriber] in
+            guard let self, let subscriber, !subscriber.stream.isClosed else { return }
+            subscriber.stream.send(EventStream.formatRaw("keep-alive", "null"))
+            self.scheduleKeepAlive(subscriber)
+        }
+    }
+
+    private func remove(_ subscriber: EventStream) {
+        subscriber.keepAlive?.cancel()
+        subscriber.expiry?.cancel()
+        guard let group = subscriber.group else { return }
+        subscriber.group = nil
+        group.sse.removeAll { $0 === subscriber }
+        release(group)
+    }
+
+    private func close(_ subscriber: EventStream) {
+        remove(subscriber)
+        subscriber.stream.close()
+    }
+
+    // MARK: - groups
+
+    /// The shared group for (namespace, path, query), created on first use.
+    func group(namespace: Namespace, path: Path, query: QuerySpec?) -> ListenGroup {
+        let key = "\(namespace.name)\u{0}\(path)\u{0}\(query?.wireObject().serialized() ?? "")"
+        if let existing = groupsByKey[key] { return existing }
+        let created = ListenGroup(namespace: namespace, path: path, query: query, key: key)
+        groupsByKey[key] = created
+        tree(for: namespace).insert(created, at: path)
+        return created
+    }
+
+    /// Forgets a group once its last listener left.
+    func release(_ group: ListenGroup) {
+        guard group.isEmpty, groupsByKey[group.key] === group else { return }
+        groupsByKey[group.key] = nil
+        tree(for: group.namespace).remove(group, at: group.path)
+    }
+
+    private func tree(for namespace: Namespace) -> ListenerTree<ListenGroup> {
+        let id = ObjectIdentifier(namespace)
+        if let existing = trees[id] { return existing }
+        let created = ListenerTree<ListenGroup>()
+        trees[id] = created
+        return created
+    }
+
+    /// Whether `identity` may read `path` (through `query`) in `namespace` now.
+    func allowed(_ identity: Identity, read path: Path, query: QuerySpec?, in namespace: Namespace) -> Bool {
+        namespace.policy.decide(
+            AccessRequest(
+                identity: identity, namespace: namespace.name, path: path, operation: .read(query: query),
+                oldRoot: namespace.root, newRoot: nil, now: context.configuration.clock.nowMilliseconds())
+        ).allowed
+    }
+
+    // MARK: - fan-out
+
+    private func committed(_ namespace: Namespace, before: Node, after: Node, changedPaths: [Path]) {
+        guard let tree = trees[ObjectIdentifier(namespace)] else { return }
+        var seen = Set<ObjectIdentifier>()
+        for path in changedPaths {
+            for group in tree.groups(overlapping: path) where seen.insert(ObjectIdentifier(group)).inserted {
+                let updates = group.updates(before: before, after: after, changedPaths: changedPaths)
+                if updates.isEmpty { continue }
+                if !group.sse.isEmpty {
+                    let bytes = group.sseBytes(updates)
+                    for subscriber in group.sse { subscriber.stream.send(bytes) }
+                }
+                #if CANOPY_WEBSOCKET
+                if !group.wire.isEmpty {
+                    let messages = WireSession.dataMessagePrefixes(updates)
+                    for listen in group.wire { listen.session?.push(messages, tag: listen.tag) }
+                }
+                #endif
+            }
+        }
+    }
+
+    /// The namespace's rules changed: cancel every subscription that may no longer read.
+    func rulesChanged(in namespace: Namespace) {
+        guard let tree = trees[ObjectIdentifier(namespace)] else { return }
+        for group in tree.allGroups() {
+            for subscriber in group.sse
+            where !allowed(subscriber.identity, read: group.path, query: group.query, in: namespace) {
+                subscriber.stream.send(EventStream.format("cancel", "Permission denied"))
+                close(subscriber)
+            }
+        }
+        #if CANOPY_WEBSOCKET
+        for session in sessions.values where session.namespace === namespace { session.recheckListens() }
+        #endif
+    }
+}
+
+extension QuerySpec {
+    /// Parses REST query parameters, mapping errors to 400.
+    static func fromRESTChecked(_ params: [String: String]) throws -> QuerySpec? {
+        do {
+            return try QuerySpec.fromREST(params)
+        } catch {
+            throw RESTError(400, error.userMessage)
+        }
+    }
+}

@@ -1,0 +1,27 @@
+// ServerConfiguration -- everything `canopy serve` can be told.
+
+import CanopyCore
+
+/// Options of one daemon instance.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 9000
+    /// Directory holding one SQLite file per namespace, the admin credential and the signing secret.
+    public var dataDirectory = "./canopy-data"
+    /// Namespace used by requests that name none (pyrebase4 cannot send `ns`).
+    public var defaultNamespace = "default"
+    /// Emulator compatibility: `Authorization: Bearer owner` is the admin, unsigned tokens are accepted.
+    public var emulator = false
+    /// Rules file loaded at start for every namespace that has no rules of its own.
+    public var rulesFile: String?
+    /// PEM or JWKS files with public keys of external identity providers (RS256/ES256).
+    public var publicKeyFiles: [String] = []
+    /// SQLite `synchronous=FULL` (true, survives power loss) or `NORMAL` (survives process crashes).
+    public var synchronousFull = true
+    /// Largest accepted request body.
+    public var maxBodyBytes = 256 * 1024 * 1024
+    /// Server-side clock (injectable for tests of token expiry).
+    public var clock: any WallClock = SystemClock()
+
+    public init() {}
+}

@@ -1,0 +1,483 @@
+// WireSession -- one Firebase Realtime Database wire-protocol (v5) connection over a WebSocket.
+//
+// Envelopes (firebase-protocol.md §3): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
+// `{"t":"d","d":{"r":<n>,"a":<action>,"b":{…}}}`, responses `{"t":"d","d":{"r":<n>,"b":{"s":<status>,"d":…}}}`,
+// pushes `{"t":"d","d":{"a":"d"|"c"|"ac","b":{…}}}`. Messages longer than 16384 characters travel as a bare
+// piece count followed by the pieces. A connection's requests are handled strictly in order: writes and reads
+// wait for durability through their namespace, and replies are sent in request order.
+
+#if CANOPY_WEBSOCKET
+import CanopyCore
+import CanopyNet
+
+/// One listen of a session, as a member of a shared `ListenGroup`.
+final class WireListen {
+    weak var session: WireSession?
+    let tag: Int64?
+    let group: ListenGroup
+    init(session: WireSession, tag: Int64?, group: ListenGroup) {
+        self.session = session
+        self.tag = tag
+        self.group = group
+    }
+}
+
+/// A queued onDisconnect operation.
+struct DisconnectOperation {
+    enum Kind { case put, merge }
+    var kind: Kind
+    var path: Path
+    var data: JSONValue
+    var identity: Identity
+}
+
+/// Loop-confined protocol session.
+final class WireSession {
+    unowned let hub: RealtimeHub
+    let namespace: Namespace
+    let socket: WebSocketConnection
+    private(set) var identity: Identity = .anonymous
+    private var listens: [String: WireListen] = [:]
+    private var onDisconnect: [DisconnectOperation] = []
+    private var pieces: (remaining: Int, text: String)?
+    private var expiry: TimerHandle?
+    private var closed = false
+    private let logger = Logger(label: "canopy.wire")
+    /// Largest serialized message a client may send (16 MB write limit plus envelope).
+    static let maxMessageCharacters = 17 * 1024 * 1024
+    static let maxFrameCharacters = 16384
+
+    init(hub: RealtimeHub, namespace: Namespace, socket: WebSocketConnection) {
+        self.hub = hub
+        self.namespace = namespace
+        self.socket = socket
+    }
+
+    /// Sends the handshake and starts reading.
+    func start(host: String) {
+        socket.onText = { [weak self] text in self?.received(text) }
+        socket.onClose = { [weak self] in self?.socketClosed() }
+        let now = hub.context.configuration.clock.nowMilliseconds()
+        let handshake: JSONValue = [
+            "t": "c",
+            "d": ["t": "h", "d": ["ts": .int(now), "v": "5", "h": .string(host), "s": .string(Self.sessionID())]],
+        ]
+        send(handshake)
+    }
+
+    // MARK: - receiving
+
+    private func received(_ text: String) {
+        if var buffered = pieces {
+            buffered.text += text
+            buffered.remaining -= 1
+            guard buffered.text.utf8.count <= Self.maxMessageCharacters * 4 else {
+                socket.close(code: 1009, reason: "message too big")
+                return
+            }
+            if buffered.remaining > 0 {
+                pieces = buffered
+                return
+            }
+            pieces = nil
+            handleMessage(buffered.text)
+            return
+        }
+        if text.utf8.count <= 6, let count = Int(text) {
+            if count >= 1 { pieces = (count, "") }
+            return  // "0" is the client keep-alive
+        }
+        handleMessage(text)
+    }
+
+    private func handleMessage(_ text: String) {
+        guard let message = try? JSONValue.parse(text), let type = message["t"]?.stringValue,
+            let body = message["d"]
+        else {
+            logger.debug("wire.bad_message")
+            socket.close(code: 1002, reason: "malformed message")
+            return
+        }
+        if type == "c" {
+            if body["t"]?.stringValue == "p" { send(["t": "c", "d": ["t": "o", "d": [:]]]) }
+            return
+        }
+        guard type == "d", let action = body["a"]?.stringValue else { return }
+        let request = body["r"]?.int64Value
+        let payload = body["b"] ?? .object([])
+        handle(action: action, request: request, body: payload)
+    }
+
+    private func handle(action: String, request r: Int64?, body: JSONValue) {
+        switch action {
+        case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
+        case "auth", "gauth": authenticate(r, body)
+        case "unauth":
+            setIdentity(.anonymous, expiresAt: nil)
+            reply(r, "ok", "")
+        case "q", "l": listen(r, body)
+        case "n", "u": unlisten(r, body)
+        case "g": get(r, body)
+        case "p": put(r, body)
+        case "m": merge(r, body)
+        case "o", "om": queueDisconnect(r, body, kind: action == "o" ? .put : .merge)
+        case "oc": cancelDisconnect(r, body)
+        default: reply(r, "failure", "Unknown action '\(action)'.")
+        }
+    }
+
+    // MARK: - auth
+
+    private func authenticate(_ r: Int64?, _ body: JSONValue) {
+        guard let credential = body["cred"]?.stringValue else {
+            reply(r, "invalid_token", "Missing credential.")
+            return
+        }
+        var newIdentity: Identity
+        do {
+            newIdentity = try hub.context.credentials.identify(credential: credential, namespace: namespace.name)
+        } catch {
+            let expired = error.userMessage.lowercased().contains("expired")
+            reply(r, expired ? "expired_token" : "invalid_token", error.userMessage)
+            return
+        }
+        if newIdentity.isAdmin {
+            if body["noauth"]?.boolValue == true {
+                newIdentity = .anonymous
+            } else if let authvar = body["authvar"], case .object = authvar {
+                newIdentity = .user(auth: authvar, expiresAt: nil)
+            }
+        }
+        var expires: Int64?
+        if case .user(_, let at?) = newIdentity { expires = at }
+        setIdentity(newIdentity, expiresAt: expires)
+        var answer: [JSONMember] = [JSONMember("auth", newIdentity.isAdmin ? ["admin": true] : newIdentity.rulesAuth)]
+        if let expires { answer.append(JSONMember("expires", .int(expires / 1000))) }
+        reply(r, "ok", .object(answer))
+    }
+
+    private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
+        identity = newIdentity
+        expiry?.cancel()
+        expiry = nil
+        if let expiresAt {
+            let delay = max(0, expiresAt - hub.context.configuration.clock.nowMilliseconds())
+            expiry = hub.loop.schedule(afterMilliseconds: delay) { [weak self] in self?.tokenExpired() }
+        }
+        recheckListens()
+    }
+
+    private func tokenExpired() {
+        push("ac", ["s": "expired_token", "d": "Auth token is expired."])
+        identity = .anonymous
+        recheckListens()
+    }
+
+    /// Cancels (with a `c` push) every listen the current identity may no longer read.
+    func recheckListens() {
+        for (key, listen) in listens
+        where !hub.allowed(identity, read: listen.group.path, query: listen.group.query, in: namespace) {
+            var body: [JSONMember] = [JSONMember("p", .string(listen.group.path.description))]
+            if let query = listen.group.query { body.append(JSONMember("q", [query.wireObject()])) }
+            push("c", .object(body))
+            drop(key)
+        }
+    }
+
+    // MARK: - listens
+
+    private func listen(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r) else { return }
+        var query: QuerySpec?
+        if let q = body["q"], case .object(let members) = q, !members.isEmpty {
+            do {
+                let spec = try QuerySpec.fromWire(q)
+                query = spec.loadsAllData ? nil : spec
+            } catch {
+                reply(r, "failure", error.userMessage)
+                return
+            }
+        }
+        let tag = body["t"]?.int64Value
+        guard hub.allowed(identity, read: path, query: query, in: namespace) else {
+            reply(r, "permission_denied", "Permission denied")
+            return
+        }
+        let key = Self.listenKey(path, tag)
+        let clientHash = body["h"]?.stringValue
+        let snapshot = namespace.root
+        namespace.whenDurable { [weak self] _ in
+            guard let self, !self.closed else { return }
+            self.drop(key)
+            let group = self.hub.group(namespace: self.namespace, path: path, query: query)
+            let listen = WireListen(session: self, tag: tag, group: group)
+            group.wire.append(listen)
+            self.listens[key] = listen
+            let value = group.currentValue(in: snapshot)
+            if clientHash == nil || clientHash != value.hash || value.isEmpty {
+                self.push(Self.dataMessagePrefixes([(path, value)]), tag: tag)
+            }
+            self.reply(r, "ok", [:])
+        }
+    }
+
+    private func unlisten(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r) else { return }
+        drop(Self.listenKey(path, body["t"]?.int64Value))
+        reply(r, "ok", "")
+    }
+
+    private func drop(_ key: String) {
+        guard let listen = listens.removeValue(forKey: key) else { return }
+        listen.group.wire.removeAll { $0 === listen }
+        hub.release(listen.group)
+    }
+
+    private static func listenKey(_ path: Path, _ tag: Int64?) -> String {
+        "\(path)\u{0}\(tag.map(String.init) ?? "")"
+    }
+
+    private func get(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r) else { return }
+        var query: QuerySpec?
+        if let q = body["q"], case .object(let members) = q, !members.isEmpty {
+            query = try? QuerySpec.fromWire(q)
+        }
+        guard hub.allowed(identity, read: path, query: query, in: namespace) else {
+            reply(r, "permission_denied", "Permission denied")
+            return
+        }
+        let node = namespace.root.node(at: path)
+        namespace.whenDurable { [weak self] _ in
+            let value = query.map { $0.window(of: node) } ?? node
+            self?.reply(r, "ok", value.json(export: true))
+        }
+    }
+
+    // MARK: - writes
+
+    private func put(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r, allowPriority: true) else { return }
+        let old = namespace.root
+        let node: Node
+        do {
+            let resolved = try ServerValues.resolve(
+                body["d"] ?? .null, at: path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
+            node = try Node.from(json: resolved, at: path)
+        } catch {
+            reply(r, "failure", error.userMessage)
+            return
+        }
+        if let expected = body["h"]?.stringValue, old.node(at: path).hash != expected {
+            // Reply after pending commits were pushed, so the client retries with the current data.
+            namespace.whenDurable { [weak self] _ in self?.reply(r, "datastale", "Transaction hash does not match") }
+            return
+        }
+        let newRoot = old.setting(node, at: path)
+        guard authorize(.write, at: path, old: old, new: newRoot, as: identity) else {
+            reply(r, "permission_denied", "Permission denied")
+            return
+        }
+        namespace.commit([(path, node)], newRoot: newRoot)
+        namespace.whenDurable { [weak self] ok in
+            self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The write could not be stored.")
+        }
+    }
+
+    private func merge(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r) else { return }
+        do {
+            let (writes, relative) = try mergeWrites(path, body["d"] ?? .null, root: namespace.root)
+            let old = namespace.root
+            let newRoot = Namespace.applying(writes, to: old)
+            guard authorize(.update(childPaths: relative), at: path, old: old, new: newRoot, as: identity) else {
+                reply(r, "permission_denied", "Permission denied")
+                return
+            }
+            if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
+            namespace.whenDurable { [weak self] ok in
+                self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The update could not be stored.")
+            }
+        } catch {
+            reply(r, "failure", "\(error)")
+        }
+    }
+
+    /// The writes of a merge body `{relPath: value}` at `path`, with server values resolved against `root`.
+    private func mergeWrites(_ path: Path, _ data: JSONValue, root: Node) throws -> ([(path: Path, node: Node)], [Path]) {
+        guard case .object(let members) = data else { throw RESTError(400, "Merge data must be an object.") }
+        var writes: [(path: Path, node: Node)] = []
+        var relative: [Path] = []
+        let now = hub.context.configuration.clock.nowMilliseconds()
+        for member in members {
+            let rel = try Path(parsing: member.key, allowPriorityLeaf: true)
+            let absolute = path.appending(rel)
+            let resolved = try ServerValues.resolve(member.value, at: absolute, in: root, now: now)
+            writes.append((absolute, try Node.from(json: resolved, at: absolute)))
+            relative.append(rel)
+        }
+        try RESTHandler.checkNoOverlap(relative)
+        return (writes, relative)
+    }
+
+    private func authorize(_ operation: AccessOperation, at path: Path, old: Node, new: Node, as who: Identity) -> Bool {
+        namespace.policy.decide(
+            AccessRequest(
+                identity: who, namespace: namespace.name, path: path, operation: operation, oldRoot: old,
+                newRoot: new, now: hub.context.configuration.clock.nowMilliseconds())
+        ).allowed
+    }
+
+    // MARK: - onDisconnect
+
+    private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
+        guard let path = parsePath(body["p"], r, allowPriority: kind == .put) else { return }
+        let data = body["d"] ?? .null
+        let old = namespace.root
+        do {
+            let writes: [(path: Path, node: Node)]
+            let operation: AccessOperation
+            if kind == .put {
+                let resolved = try ServerValues.resolve(
+                    data, at: path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
+                writes = [(path, try Node.from(json: resolved, at: path))]
+                operation = .write
+            } else {
+                let merged = try mergeWrites(path, data, root: old)
+                writes = merged.0
+                operation = .update(childPaths: merged.1)
+            }
+            guard authorize(operation, at: path, old: old, new: Namespace.applying(writes, to: old), as: identity)
+            else {
+                reply(r, "permission_denied", "Permission denied")
+                return
+            }
+        } catch {
+            reply(r, "failure", "\(error)")
+            return
+        }
+        onDisconnect.append(DisconnectOperation(kind: kind, path: path, data: data, identity: identity))
+        reply(r, "ok", "")
+    }
+
+    private func cancelDisconnect(_ r: Int64?, _ body: JSONValue) {
+        guard let path = parsePath(body["p"], r) else { return }
+        onDisconnect.removeAll { path.isAncestorOrSelf(of: $0.path) }
+        reply(r, "ok", "")
+    }
+
+    /// Runs the queued onDisconnect operations in order, each through the rules of the identity that queued it.
+    private func runDisconnectOperations() {
+        let operations = onDisconnect
+        onDisconnect = []
+        for op in operations {
+            let old = namespace.root
+            do {
+                let writes: [(path: Path, node: Node)]
+                let operation: AccessOperation
+                if op.kind == .put {
+                    let resolved = try ServerValues.resolve(
+                        op.data, at: op.path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
+                    writes = [(op.path, try Node.from(json: resolved, at: op.path))]
+                    operation = .write
+                } else {
+                    let merged = try mergeWrites(op.path, op.data, root: old)
+                    writes = merged.0
+                    operation = .update(childPaths: merged.1)
+                }
+                let newRoot = Namespace.applying(writes, to: old)
+                guard authorize(operation, at: op.path, old: old, new: newRoot, as: op.identity) else { continue }
+                if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
+            } catch {
+                logger.debug("wire.ondisconnect_failed", ["path": op.path.description])
+            }
+        }
+    }
+
+    private func socketClosed() {
+        guard !closed else { return }
+        closed = true
+        expiry?.cancel()
+        runDisconnectOperations()
+        for key in Array(listens.keys) { drop(key) }
+        hub.sessionClosed(self)
+    }
+
+    // MARK: - sending
+
+    private func parsePath(_ value: JSONValue?, _ r: Int64?, allowPriority: Bool = false) -> Path? {
+        guard let text = value?.stringValue else {
+            reply(r, "failure", "Missing path.")
+            return nil
+        }
+        do {
+            return try Path(parsing: text, allowPriorityLeaf: allowPriority)
+        } catch {
+            reply(r, "failure", error.userMessage)
+            return nil
+        }
+    }
+
+    private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
+        guard let r else { return }
+        send(["t": "d", "d": ["r": .int(r), "b": ["s": .string(status), "d": data]]])
+    }
+
+    private func push(_ action: String, _ body: JSONValue) {
+        send(["t": "d", "d": ["a": .string(action), "b": body]])
+    }
+
+    private func send(_ message: JSONValue) {
+        sendText(message.serialized())
+    }
+
+    /// Pushes precomputed `d` messages (from `dataMessagePrefixes`), closing each with this listen's tag.
+    func push(_ prefixes: [String], tag: Int64?) {
+        let suffix = tag.map { ",\"t\":\($0)}}}" } ?? "}}}"
+        for prefix in prefixes { sendText(prefix + suffix) }
+    }
+
+    /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
+    /// group serializes each change once however many sessions listen.
+    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [String] {
+        updates.map { update in
+            var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
+            JSONValue.string(update.path.description).write(into: &bytes)
+            bytes += Array(#","d":"#.utf8)
+            update.value.json(export: true).write(into: &bytes)
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// Sends one message, split into counted pieces when it is longer than a frame may be.
+    private func sendText(_ text: String) {
+        guard !closed else { return }
+        let scalars = text.unicodeScalars
+        if text.utf16.count <= Self.maxFrameCharacters {
+            socket.send(text: text)
+            return
+        }
+        var pieces: [String] = []
+        var current = String.UnicodeScalarView()
+        var units = 0
+        for scalar in scalars {
+            let width = scalar.utf16.count
+            if units + width > Self.maxFrameCharacters {
+                pieces.append(String(current))
+                current = String.UnicodeScalarView()
+                units = 0
+            }
+            current.append(scalar)
+            units += width
+        }
+        if !current.isEmpty { pieces.append(String(current)) }
+        socket.send(text: String(pieces.count))
+        for piece in pieces { socket.send(text: piece) }
+    }
+
+    private static func sessionID() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
+    }
+}
+#endif

@@ -1,0 +1,209 @@
+// Bench -- `canopy bench write|rules`: load generators against a real daemon over loopback.
+
+import CanopyCore
+import CanopyNet
+import CanopyServer
+import CanopyStore
+import Foundation
+import Synchronization
+
+struct BenchCommand: Command {
+    static let name = "bench"
+    static let abstract = "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules)."
+    static let usage = """
+        canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal]
+          Starts a daemon on a temporary data directory and drives it over loopback with small PUTs: sequential
+          and with --clients concurrent connections (default 16), at two database sizes; then runs the same
+          workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
+        canopy bench rules [--iterations <n>]
+        """
+
+    var kind: String
+    var writes = 2000
+    var clients = 16
+    var synchronousFull = true
+    var iterations = 200_000
+
+    init(parsing arguments: inout Arguments) throws(UsageError) {
+        guard let kind = arguments.nextPositional(), ["write", "rules"].contains(kind) else {
+            throw UsageError(message: "expected 'canopy bench write' or 'canopy bench rules'")
+        }
+        self.kind = kind
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--writes": writes = try arguments.int(for: option, in: 16...10_000_000)
+            case "--clients": clients = try arguments.int(for: option, in: 1...1024)
+            case "--iterations": iterations = try arguments.int(for: option, in: 1...100_000_000)
+            case "--sync":
+                let mode = try arguments.value(for: option)
+                guard mode == "full" || mode == "normal" else {
+                    throw .invalidValue(option, mode, expected: "full or normal")
+                }
+                synchronousFull = mode == "full"
+            default: throw .unknownOption(option, command: Self.name)
+            }
+        }
+    }
+
+    func run() throws {
+        #if DEBUG
+            print("WARNING: debug build — run `swift build -c release` and use .build/release/canopy for real figures")
+        #endif
+        switch kind {
+        case "write": try writeBenchmark()
+        default: try RulesBenchmark(iterations: iterations).run()
+        }
+    }
+
+    // MARK: - write
+
+    private func writeBenchmark() throws {
+        let data = NSTemporaryDirectory() + "canopy-bench-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = data
+        configuration.synchronousFull = synchronousFull
+        LogSettings.level = .warning
+        let daemon = try Daemon(configuration: configuration)
+        try daemon.start()
+        let done = DispatchSemaphore(value: 0)
+        Thread { [daemon] in
+            daemon.run()
+            done.signal()
+        }.start()
+        defer {
+            daemon.stop()
+            _ = done.wait(timeout: .now() + 30)
+        }
+        let port = daemon.port
+        let auth = [("Authorization", "Bearer \(daemon.credentials.adminSecret)")]
+        let payload = Array(#"{"title":"hello","order":3,"seen":false}"#.utf8)
+        print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; sync=\(synchronousFull ? "full" : "normal")")
+
+        var results: [(String, Measurement)] = []
+        for (label, preload) in [("small db (1k nodes)", 1_000), ("large db (200k nodes)", 200_000)] {
+            let ns = "bench\(preload)"
+            try preloadNamespace(port: port, auth: auth, ns: ns, nodes: preload)
+            let seq = try measure(clients: 1, total: writes, port: port) { client, i in
+                try client.request("PUT", "/items/s\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
+            }
+            results.append(("canopy put, 1 client, \(label)", seq))
+            let conc = try measure(clients: clients, total: writes, port: port) { client, i in
+                try client.request("PUT", "/items/c\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
+            }
+            results.append(("canopy put, \(clients) clients, \(label)", conc))
+            let reads = try measure(clients: 1, total: writes, port: port) { client, i in
+                try client.request("GET", "/items/s\(i % writes).json?ns=\(ns)", headers: auth)
+            }
+            results.append(("canopy get, 1 client, \(label)", reads))
+        }
+
+        let baselinePath = data + "/baseline.sqlite"
+        let baseline = try SQLiteBaseline(
+            path: baselinePath, options: StoreOptions(synchronous: synchronousFull ? .full : .normal))
+        let value = String(decoding: payload, as: UTF8.self)
+        let rawSeq = try measureLocal(threads: 1, total: writes) { i in try baseline.upsert(key: "s\(i)", value: value) }
+        let rawConc = try measureLocal(threads: clients, total: writes) { i in
+            try baseline.upsert(key: "c\(i)", value: value)
+        }
+        results.append(("sqlite upsert+commit, 1 thread", rawSeq))
+        results.append(("sqlite upsert+commit, \(clients) threads (one connection)", rawConc))
+
+        print("benchmark".padding(toLength: 58, withPad: " ", startingAt: 0) + "     ops/s    p50 ms    p99 ms")
+        for (name, m) in results {
+            print(
+                name.padding(toLength: 58, withPad: " ", startingAt: 0)
+                    + String(format: "%10.0f %9.3f %9.3f", m.opsPerSecond, m.p50, m.p99))
+        }
+        let canopySeq = results[0].1.opsPerSecond
+        let canopyConc = results[1].1.opsPerSecond
+        print(String(format: "ratio canopy/sqlite, sequential: %.2f", canopySeq / rawSeq.opsPerSecond))
+        print(String(format: "ratio canopy/sqlite, %d concurrent: %.2f", clients, canopyConc / rawConc.opsPerSecond))
+        print(
+            String(
+                format: "ratio large/small db, sequential put p50: %.2f, get p50: %.2f", results[3].1.p50 / results[0].1.p50,
+                results[5].1.p50 / results[2].1.p50))
+    }
+
+    private func preloadNamespace(port: Int, auth: [(String, String)], ns: String, nodes: Int) throws {
+        let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 120)
+        let perBatch = 10_000
+        var written = 0
+        var batch = 0
+        while written < nodes {
+            let count = min(perBatch, nodes - written)
+            var body = "{"
+            for i in 0..<count {
+                if i > 0 { body += "," }
+                body += #""k\#(written + i)":{"v":\#(written + i)}"#
+            }
+            body += "}"
+            let r = try client.request(
+                "PUT", "/bulk/b\(batch).json?ns=\(ns)&print=silent", headers: auth, body: Array(body.utf8))
+            guard r.status == 204 else { throw CommandFailure("preload failed with status \(r.status)") }
+            written += count
+            batch += 1
+        }
+    }
+
+    struct Measurement {
+        var opsPerSecond: Double
+        var p50: Double
+        var p99: Double
+    }
+
+    private func measure(
+        clients: Int, total: Int, port: Int, _ op: @escaping @Sendable (HTTPClient, Int) throws -> HTTPClientResponse
+    ) throws -> Measurement {
+        try measureLocal(threads: clients, total: total, setUp: { HTTPClient(host: "127.0.0.1", port: port) }) {
+            client, i in
+            let r = try op(client, i)
+            guard r.status < 300 else { throw CommandFailure("request failed with status \(r.status)") }
+        }
+    }
+
+    private func measureLocal(threads: Int, total: Int, _ op: @escaping @Sendable (Int) throws -> Void) throws
+        -> Measurement
+    {
+        try measureLocal(threads: threads, total: total, setUp: { () }) { _, i in try op(i) }
+    }
+
+    /// Runs `total` operations split over `threads` threads; records each operation's latency.
+    private func measureLocal<State>(
+        threads: Int, total: Int, setUp: @escaping @Sendable () -> State,
+        _ op: @escaping @Sendable (State, Int) throws -> Void
+    ) throws -> Measurement {
+        let latencies = Mutex<[Double]>([])
+        let failure = Mutex<String?>(nil)
+        let group = DispatchGroup()
+        let start = monotonicNanoseconds()
+        for t in 0..<threads {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let state = setUp()
+                var local: [Double] = []
+                var i = t
+                while i < total {
+                    let t0 = monotonicNanoseconds()
+                    do {
+                        try op(state, i)
+                    } catch {
+                        failure.withLock { $0 = "\(error)" }
+                        return
+                    }
+                    local.append(Double(monotonicNanoseconds() - t0) / 1e6)
+                    i += threads
+                }
+                latencies.withLock { $0 += local }
+            }.start()
+        }
+        group.wait()
+        if let message = failure.withLock({ $0 }) { throw CommandFailure("benchmark failed: \(message)") }
+        let elapsed = Double(monotonicNanoseconds() - start) / 1e9
+        let sorted = latencies.withLock { $0 }.sorted()
+        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return Measurement(opsPerSecond: Double(sorted.count) / elapsed, p50: percentile(0.5), p99: percentile(0.99))
+    }
+}

@@ -1,0 +1,74 @@
+// Serve -- `canopy serve`: run the daemon until SIGTERM/SIGINT.
+
+import CanopyCore
+import CanopyServer
+
+struct Serve: Command {
+    static let name = "serve"
+    static let abstract = "Run the Canopy daemon."
+    static let usage = """
+        canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
+                     [--public-keys <pem-or-jwks-file>]... [--emulator] [--sync full|normal]
+                     [--log-level <level>] [--log-format logfmt|json]
+          --host         address to bind (default 127.0.0.1)
+          --port         TCP port (default 9000; 0 picks a free one)
+          --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
+          --default-ns   namespace for requests without ?ns= (default 'default')
+          --rules        security rules file applied to namespaces without rules of their own
+          --public-keys  PEM or JWKS file with RS256/ES256 keys of an external identity provider
+          --emulator     also accept 'Authorization: Bearer owner' as admin and unsigned tokens (tests only)
+          --sync         SQLite synchronous mode: full (default; survives power loss) or normal
+        """
+
+    var configuration = ServerConfiguration()
+
+    init(parsing arguments: inout Arguments) throws(UsageError) {
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--host": configuration.host = try arguments.value(for: option)
+            case "--port": configuration.port = try arguments.int(for: option, in: 0...65535)
+            case "--data": configuration.dataDirectory = try arguments.value(for: option)
+            case "--default-ns": configuration.defaultNamespace = try arguments.value(for: option)
+            case "--rules": configuration.rulesFile = try arguments.value(for: option)
+            case "--public-keys": configuration.publicKeyFiles.append(try arguments.value(for: option))
+            case "--emulator": configuration.emulator = true
+            case "--sync":
+                let mode = try arguments.value(for: option)
+                guard mode == "full" || mode == "normal" else {
+                    throw .invalidValue(option, mode, expected: "full or normal")
+                }
+                configuration.synchronousFull = mode == "full"
+            case "--log-level":
+                let name = try arguments.value(for: option)
+                guard let level = LogLevel(name: name) else {
+                    throw .invalidValue(option, name, expected: "trace, debug, info, notice, warning or error")
+                }
+                LogSettings.level = level
+            case "--log-format":
+                let format = try arguments.value(for: option)
+                guard format == "logfmt" || format == "json" else {
+                    throw .invalidValue(option, format, expected: "logfmt or json")
+                }
+                LogSettings.json = format == "json"
+            default: throw .unknownOption(option, command: Self.name)
+            }
+        }
+    }
+
+    func run() throws {
+        let daemon = try Daemon(configuration: configuration)
+        try daemon.start()
+        print(
+            """
+            canopy: serving http://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
+            canopy: admin credential in \(daemon.credentials.adminCredentialPath) (mode 0600); \
+            use it as 'Authorization: Bearer <credential>'
+            """ + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : ""))
+        fflush(nil)
+        daemon.run()
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,83 @@
+// Token -- `canopy token mint`: sign a token with the daemon's secret.
+
+import CanopyAuth
+import CanopyCore
+import CanopyServer
+
+struct TokenCommand: Command {
+    static let name = "token"
+    static let abstract = "Mint signed tokens (canopy token mint)."
+    static let usage = """
+        canopy token mint [--claims <json>] [--uid <id>] [--admin] [--attendee <id> --directory <file>]
+                          [--ns <namespace>] [--ttl <duration>] [--data <dir>]
+          --claims     JSON object of claims (userId, tierId, groups, ns, admin, ...)
+          --uid        the token's uid (defaults to userId, or 'admin' with --admin)
+          --admin      an admin token: claim admin = true
+          --attendee   fill userId, tierId and groups from the attendee directory (--directory)
+          --ns         limit the token to this namespace (claim ns)
+          --ttl        lifetime: 30m, 8h, 2d, or seconds (default 1h)
+          --data       the daemon's data directory holding signing.key (default ./canopy-data)
+        Claim names used by the event rules: userId (string), tierId (string, "default" when none),
+        groups (object: group id -> true), ns (string or list), admin (true).
+        """
+
+    var claims: [JSONMember] = []
+    var uid: String?
+    var admin = false
+    var attendee: String?
+    var directory: String?
+    var namespace: String?
+    var ttlSeconds: Int64 = 3600
+    var dataDirectory = "./canopy-data"
+
+    init(parsing arguments: inout Arguments) throws(UsageError) {
+        guard arguments.nextPositional() == "mint" else {
+            throw UsageError(message: "expected 'canopy token mint'")
+        }
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--claims":
+                let text = try arguments.value(for: option)
+                guard case .object(let members)? = try? JSONValue.parse(text) else {
+                    throw .invalidValue(option, text, expected: "a JSON object")
+                }
+                claims = members
+            case "--uid": uid = try arguments.value(for: option)
+            case "--admin": admin = true
+            case "--attendee": attendee = try arguments.value(for: option)
+            case "--directory": directory = try arguments.value(for: option)
+            case "--ns": namespace = try arguments.value(for: option)
+            case "--ttl":
+                let text = try arguments.value(for: option)
+                guard let seconds = parseDuration(text), seconds > 0 else {
+                    throw .invalidValue(option, text, expected: "a duration such as 30m, 8h or 2d")
+                }
+                ttlSeconds = seconds
+            case "--data": dataDirectory = try arguments.value(for: option)
+            default: throw .unknownOption(option, command: Self.name)
+            }
+        }
+        if attendee != nil && directory == nil { throw .missingOption("--directory") }
+    }
+
+    func run() throws {
+        var members = claims
+        func set(_ key: String, _ value: JSONValue) {
+            members.removeAll { $0.key == key }
+            members.append(JSONMember(key, value))
+        }
+        if let attendee, let directory {
+            for member in try AttendeeDirectory.load(path: directory).claims(for: attendee) {
+                set(member.key, member.value)
+            }
+        }
+        if admin { set("admin", true) }
+        if let namespace { set("ns", .string(namespace)) }
+        let claimsObject = JSONValue.object(members)
+        let subject = uid ?? claimsObject["userId"]?.stringValue ?? (admin ? "admin" : nil)
+        if let subject { set("uid", .string(subject)) }
+        let secret = try SecretFile.loadOrCreate(path: dataDirectory + "/signing.key", byteCount: 32)
+        let now = SystemClock().nowMilliseconds() / 1000
+        print(TokenMinter.mintHS256(claims: .object(members), secret: secret, issuedAt: now, ttlSeconds: ttlSeconds))
+    }
+}

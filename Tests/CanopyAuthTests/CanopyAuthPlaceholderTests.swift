@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyAuthPlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}

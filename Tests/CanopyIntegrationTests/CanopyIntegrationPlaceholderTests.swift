@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct CanopyIntegrationPlaceholderTests {
-    @Test func builds() { #expect(Bool(true)) }
-}

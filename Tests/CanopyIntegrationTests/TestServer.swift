@@ -1,0 +1,125 @@
+// TestServer -- starts a real Canopy daemon (in-process, or the built binary) on 127.0.0.1:0 with a fresh data dir.
+
+import CanopyCore
+import CanopyNet
+import CanopyServer
+import Foundation
+import Testing
+
+/// A fresh temporary directory, removed by `remove()`.
+func makeTemporaryDirectory() -> String {
+    let path = NSTemporaryDirectory() + "canopy-test-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// An in-process daemon on its own thread.
+final class InProcessServer: @unchecked Sendable {  // safe: `daemon` is set once before the thread starts
+    let daemon: Daemon
+    let dataDirectory: String
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        dataDirectory = makeTemporaryDirectory()
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = dataDirectory
+        configure(&configuration)
+        daemon = try Daemon(configuration: configuration)
+        try daemon.start()
+        let thread = Thread { [daemon, finished] in
+            daemon.run()
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    var port: Int { daemon.port }
+    var admin: String { daemon.credentials.adminSecret }
+
+    func client() -> HTTPClient { HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 20) }
+
+    /// Stops the daemon gracefully and waits for its loop to end.
+    func stop(removeData: Bool = true) {
+        daemon.stop()
+        _ = finished.wait(timeout: .now() + 20)
+        if removeData { try? FileManager.default.removeItem(atPath: dataDirectory) }
+    }
+}
+
+/// Runs `body` with a fresh in-process server, stopping it afterwards.
+func withServer<T>(
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (InProcessServer) throws -> T
+) throws -> T {
+    let server = try InProcessServer(configure: configure)
+    defer { server.stop() }
+    return try body(server)
+}
+
+extension HTTPClient {
+    /// Sends a request with a JSON body (a string of JSON) and returns status and parsed JSON body.
+    func json(
+        _ method: String, _ target: String, _ body: String? = nil, headers: [(String, String)] = []
+    ) throws -> (status: Int, json: JSONValue?, response: HTTPClientResponse) {
+        let response = try request(method, target, headers: headers, body: body.map { Array($0.utf8) } ?? [])
+        let parsed = response.body.isEmpty ? nil : try? JSONValue.parse(response.body)
+        return (response.status, parsed, response)
+    }
+}
+
+/// The path of the built `canopy` binary (set by Tests/run.sh; falls back to the debug build).
+func canopyBinaryPath() -> String {
+    if let path = ProcessInfo.processInfo.environment["CANOPY_BIN"] { return path }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/canopy").path
+}
+
+/// The real `canopy serve` binary as a child process.
+final class ServerProcess {
+    let process = Process()
+    let dataDirectory: String
+    private(set) var port = 0
+    private let output = Pipe()
+
+    init(dataDirectory: String, extraArguments: [String] = []) throws {
+        self.dataDirectory = dataDirectory
+        process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
+        process.arguments =
+            ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"] + extraArguments
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var collected = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            collected += String(decoding: data, as: UTF8.self)
+            if let range = collected.range(of: #"serving http://127\.0\.0\.1:([0-9]+)"#, options: .regularExpression) {
+                let text = collected[range]
+                port = Int(text.split(separator: ":").last!) ?? 0
+                break
+            }
+        }
+        guard port > 0 else {
+            process.terminate()
+            throw HTTPClientError("canopy serve did not report its port: \(collected)")
+        }
+    }
+
+    var admin: String {
+        (try? String(contentsOfFile: dataDirectory + "/admin.credential", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func terminate() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

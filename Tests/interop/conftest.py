@@ -1,0 +1,61 @@
+"""Interop fixtures: start the real `canopy serve` binary on a loopback port and point real clients at it."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+import pytest
+
+BIN = os.environ.get("CANOPY_BIN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", ".build", "debug", "canopy")
+
+
+class Server:
+    def __init__(self, *extra):
+        self.data = tempfile.mkdtemp(prefix="canopy-interop-")
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--port", "0", "--data", self.data, "--emulator", "--log-level", "warning", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.url = None
+        for _ in range(50):
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"serving (http://[0-9.]+:[0-9]+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if not self.url:
+            self.proc.kill()
+            raise RuntimeError("canopy serve did not start")
+        with open(os.path.join(self.data, "admin.credential")) as f:
+            self.admin = f.read().strip()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def app(server):
+    """A firebase_admin app in emulator mode on a fresh namespace."""
+    import firebase_admin
+    ns = "interop-" + uuid.uuid4().hex[:10]
+    app = firebase_admin.initialize_app(
+        options={"databaseURL": f"{server.url}?ns={ns}", "projectId": "canopy-interop"}, name=ns)
+    app.canopy_ns = ns
+    yield app
+    firebase_admin.delete_app(app)

@@ -1,0 +1,125 @@
+"""firebase-admin (Python) against the real canopy serve: the operations of its own integration suite."""
+import threading
+
+import pytest
+from firebase_admin import db
+from firebase_admin import exceptions
+
+from dinosaurs import DINOS
+
+
+def ref(app, path="/"):
+    return db.reference(path, app=app)
+
+
+@pytest.fixture()
+def dinodb(app):
+    r = ref(app, "_adminsdk/python/dinodb")
+    r.set(DINOS)
+    return r
+
+
+def test_get_set_roundtrip(app):
+    r = ref(app, "a/b")
+    assert r.get() is None
+    r.set({"name": "Ada", "n": 42, "pi": 3.5, "ok": True, "list": ["x", "y"]})
+    assert r.get() == {"name": "Ada", "n": 42, "pi": 3.5, "ok": True, "list": ["x", "y"]}
+    assert isinstance(r.child("n").get(), int)
+    assert ref(app, "a").get() == {"b": r.get()}
+
+
+def test_push_update_delete(app):
+    users = ref(app, "users")
+    empty = users.push()
+    assert empty.get() == ""
+    first = users.push({"name": "a", "since": 1})
+    second = users.push({"name": "b", "since": 2})
+    assert first.key < second.key and len(first.key) == 20
+    users.update({f"{first.key}/since": 1840, f"{second.key}/since": 1946})
+    assert first.child("since").get() == 1840 and second.child("since").get() == 1946
+    first.update({"name": None})
+    assert first.get() == {"since": 1840}
+    second.delete()
+    assert second.get() is None
+    assert set(users.get().keys()) == {empty.key, first.key}
+
+
+def test_shallow(dinodb):
+    assert dinodb.get(shallow=True) == {"dinosaurs": True, "scores": True}
+
+
+def test_etag_and_conditional_set(app):
+    r = ref(app, "cond")
+    r.set({"v": 1})
+    value, etag = r.get(etag=True)
+    assert value == {"v": 1} and isinstance(etag, str) and etag
+    ok, current, current_tag = r.set_if_unchanged("invalid-etag", {"v": 2})
+    assert ok is False and current == {"v": 1} and current_tag == etag
+    ok, new_value, new_tag = r.set_if_unchanged(etag, {"v": 2})
+    assert ok is True and new_value == {"v": 2} and new_tag != etag
+    changed, value, tag = r.get_if_changed("wrong_etag")
+    assert changed is True and value == {"v": 2}
+    assert r.get_if_changed(tag) == (False, None, None)
+
+
+def test_transaction_scalar_and_object(app):
+    counter = ref(app, "counter")
+    counter.set(42)
+    assert counter.transaction(lambda v: (v or 0) + 1) == 43
+    obj = ref(app, "obj")
+    obj.set({"n": 1})
+    assert obj.transaction(lambda v: {"n": v["n"] + 1}) == {"n": 2}
+
+
+def test_concurrent_transactions_end_at_exact_count(app):
+    counter = ref(app, "contended")
+    counter.set(0)
+    workers, each = 6, 10
+
+    def work():
+        for _ in range(each):
+            counter.transaction(lambda v: (v or 0) + 1)
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counter.get() == workers * each
+
+
+def test_order_by_child_limits_and_ranges(dinodb):
+    dinos = dinodb.child("dinosaurs")
+    # firebase-admin's Query builders mutate the query, so build a fresh one per call.
+    def by_height():
+        return dinos.order_by_child("height")
+
+    assert list(by_height().get().keys()) == [
+        "linhenykus", "pterodactyl", "lambeosaurus", "triceratops", "stegosaurus", "bruhathkayosaurus"]
+    assert list(by_height().limit_to_first(2).get().keys()) == ["linhenykus", "pterodactyl"]
+    assert list(by_height().limit_to_last(2).get().keys()) == ["stegosaurus", "bruhathkayosaurus"]
+    assert len(by_height().limit_to_first(10).get()) == 6
+    assert list(by_height().start_at(3.5).get().keys()) == ["stegosaurus", "bruhathkayosaurus"]
+    assert list(by_height().end_at(3.5).get().keys()) == [
+        "linhenykus", "pterodactyl", "lambeosaurus", "triceratops"]
+    assert list(by_height().start_at(2.5).end_at(5).get().keys()) == ["triceratops", "stegosaurus"]
+    assert list(by_height().equal_to(0.6).get().keys()) == ["linhenykus", "pterodactyl"]
+    assert list(dinos.order_by_child("ratings/pos").limit_to_first(2).get().keys()) == [
+        "bruhathkayosaurus", "lambeosaurus"]
+
+
+def test_order_by_key_and_value(dinodb):
+    dinos = dinodb.child("dinosaurs")
+    assert list(dinos.order_by_key().limit_to_first(2).get().keys()) == ["bruhathkayosaurus", "lambeosaurus"]
+    scores = dinodb.child("scores")
+    assert list(scores.order_by_value().limit_to_last(2).get().items()) == [("linhenykus", 80), ("pterodactyl", 93)]
+    assert list(scores.order_by_value().start_at(22).end_at(80).get().keys()) == [
+        "triceratops", "bruhathkayosaurus", "linhenykus"]
+
+
+def test_bad_key_is_rejected_and_changes_nothing(app):
+    r = ref(app, "safe")
+    r.set({"k": 1})
+    with pytest.raises(exceptions.InvalidArgumentError):
+        r.update({"ok": 2, "bad.key/x": 3})
+    assert r.get() == {"k": 1}

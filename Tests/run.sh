@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Tests/run.sh -- runs every test: Swift unit and integration tests, then the Python interop suite
+# (the real firebase-admin and pyrebase4 packages against the real `canopy serve`).
+# Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev, and a local venv for Python.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+for pkg in libsqlite3-dev libssl-dev; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "run.sh: installing ${missing[*]}"
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+fi
+
+echo "== swift build"
+swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
+swift build -Xswiftc -warnings-as-errors >/dev/null
+
+echo "== swift test"
+CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel 2>&1 | tail -n 60 | tee .build/swift-test.log
+grep -qE '(Test run with [0-9]+ tests? .*passed|Executed [0-9]+ tests?, with 0 failures)' .build/swift-test.log \
+    || { echo "run.sh: swift test failed"; exit 1; }
+
+echo "== interop (firebase-admin, pyrebase4)"
+venv=.build/interop-venv
+if [ ! -x "$venv/bin/python" ] || ! cmp -s Tests/interop/requirements.txt "$venv/requirements.txt"; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/interop/requirements.txt
+    cp Tests/interop/requirements.txt "$venv/requirements.txt"
+fi
+CANOPY_BIN="$PWD/.build/debug/canopy" "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/interop
