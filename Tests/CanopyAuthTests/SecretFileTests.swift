@@ -9,13 +9,29 @@ import Testing
     import Glibc
 #endif
 
-@Suite struct SecretFileTests {
-    /// A fresh private directory per test.
+@Suite final class SecretFileTests {
+    private var directories: [String] = []
+
+    deinit {
+        for directory in directories { removeTree(directory) }
+    }
+
+    /// A fresh private directory per test, removed when the test ends.
     private func temporaryDirectory() throws -> String {
         var template = Array("/tmp/canopy-auth-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         let path = try #require(made.map { String(cString: $0) })
+        directories.append(path)
         return path
+    }
+
+    private func removeTree(_ directory: String) {
+        for name in entries(of: directory) {
+            let path = directory + "/" + name
+            var info = stat()
+            if lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR { removeTree(path) } else { unlink(path) }
+        }
+        rmdir(directory)
     }
 
     private func mode(of path: String) -> mode_t {

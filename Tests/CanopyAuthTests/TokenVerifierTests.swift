@@ -180,4 +180,19 @@ import Testing
         }
         #expect(jwtErrorKind { try F.verifier([.hmac(secret: [])]).verify(token) } == .badSignature)
     }
+
+    @Test func verifiesConcurrentlyWithSharedKeys() async throws {
+        let verifier = F.verifier(rsaKeys + ecKeys + [.hmac(secret: F.secret)])
+        let tokens = [
+            mint(F.rsa), mint(F.ec),
+            TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60),
+        ]
+        let verified = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<48 {
+                group.addTask { (try? verifier.verify(tokens[index % tokens.count])) == nil ? 0 : 1 }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(verified == 48)
+    }
 }

@@ -21,17 +21,20 @@ extension PublicKey {
         guard text.count <= maximumPEMBytes else { throw .invalidKey("PEM text is larger than 1 MiB") }
         let expectedBlocks = countOccurrences(of: Array("-----BEGIN ".utf8), in: text)
         guard expectedBlocks > 0 else { throw .invalidKey("no PEM block found") }
-        guard let bio = text.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
-            throw .invalidKey("cannot read PEM text")
+        // A memory BIO borrows the bytes without copying, so every block is read inside this closure.
+        let blocks: [(String, [UInt8])?] = text.withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return [] }
+            defer {
+                BIO_free(bio)
+                ERR_clear_error()
+            }
+            return (0..<expectedBlocks).map { _ in readBlock(bio) }
         }
-        defer {
-            BIO_free(bio)
-            ERR_clear_error()
-        }
+        guard blocks.count == expectedBlocks else { throw .invalidKey("cannot read PEM text") }
         var keys: [PublicKey] = []
-        for index in 1...expectedBlocks {
-            guard let (label, der) = readBlock(bio) else { throw .invalidKey("PEM block \(index) does not decode") }
-            keys.append(try decode(der: der, label: label, index: index))
+        for (index, block) in blocks.enumerated() {
+            guard let (label, der) = block else { throw .invalidKey("PEM block \(index + 1) does not decode") }
+            keys.append(try decode(der: der, label: label, index: index + 1))
         }
         return keys
     }

@@ -74,6 +74,7 @@ public final class EventLoop: @unchecked Sendable {
     private var timerSequence: UInt64 = 0
     private var beforeSleepHooks: [() -> Void] = []
     private var flushHooks: [() -> Void] = []
+    private var flushQueue: [() -> Void] = []
     private var signalMask = sigset_t()
     private var signalHandlers: [Int32: (Int32) -> Void] = [:]
     /// Scratch buffer for socket reads; valid for the loop's lifetime.
@@ -131,6 +132,11 @@ public final class EventLoop: @unchecked Sendable {
             runExpiredTimers()
             for hook in beforeSleepHooks { hook() }
             for hook in flushHooks { hook() }
+            while !flushQueue.isEmpty {
+                let queued = flushQueue
+                flushQueue.removeAll()
+                for flush in queued { flush() }
+            }
             if stopRequested.load(ordering: .acquiring) { break }
             let count = events.withUnsafeMutableBufferPointer { buffer in
                 epoll_wait(epollFD, buffer.baseAddress, Self.maxEventsPerWait, waitTimeoutMilliseconds())
@@ -191,6 +197,12 @@ public final class EventLoop: @unchecked Sendable {
     package func addFlushHook(_ hook: @escaping () -> Void) {
         assertInLoop()
         flushHooks.append(hook)
+    }
+
+    /// Runs `flush` once in this pass's flush phase (after the flush hooks); for objects that batch output.
+    package func enqueueFlush(_ flush: @escaping () -> Void) {
+        assertInLoop()
+        flushQueue.append(flush)
     }
 
     // MARK: Signals

@@ -25,28 +25,7 @@ package enum Socket {
     package static func listen(host: String, port: Int, backlog: Int32 = 1024) throws(NetError) -> (
         fd: Int32, port: Int
     ) {
-        guard (0...65535).contains(port) else { throw .invalidPort(port) }
-        var storage = sockaddr_storage()
-        let length: socklen_t
-        let family: Int32
-        let literal = host == "localhost" ? "127.0.0.1" : host
-        if literal.contains(":") {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = UInt16(port).bigEndian
-            guard inet_pton(AF_INET6, literal, &address.sin6_addr) == 1 else { throw .invalidAddress(host: host) }
-            withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in6.self) }
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            family = AF_INET6
-        } else {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            guard inet_pton(AF_INET, literal, &address.sin_addr) == 1 else { throw .invalidAddress(host: host) }
-            withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in.self) }
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            family = AF_INET
-        }
+        var (storage, length, family) = try address(host: host, port: port)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system(syscall: "socket", errno: ccanopy_errno()) }
         var one: Int32 = 1
@@ -70,6 +49,57 @@ package enum Socket {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) }
         }
         return (fd, Int(describe(actual).port))
+    }
+
+    /// Starts a non-blocking TCP connection to `host:port` with `TCP_NODELAY`.
+    /// - Returns: the descriptor; it becomes writable when the connection completes (check ``pendingError(_:)``).
+    /// - Throws: ``NetError`` for a bad address or an immediate failure.
+    package static func connect(host: String, port: Int) throws(NetError) -> Int32 {
+        var (storage, length, family) = try address(host: host, port: port)
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(syscall: "socket", errno: ccanopy_errno()) }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
+        }
+        if rc != 0 && ccanopy_errno() != EINPROGRESS {
+            let code = ccanopy_errno()
+            Glibc.close(fd)
+            throw .system(syscall: "connect", errno: code)
+        }
+        return fd
+    }
+
+    /// The pending error of a socket (`SO_ERROR`): 0 once a non-blocking connect has succeeded.
+    package static func pendingError(_ fd: Int32) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 else { return ccanopy_errno() }
+        return value
+    }
+
+    /// Builds a socket address from an IPv4/IPv6 literal (or `localhost`) and a port.
+    private static func address(host: String, port: Int) throws(NetError) -> (
+        storage: sockaddr_storage, length: socklen_t, family: Int32
+    ) {
+        guard (0...65535).contains(port) else { throw .invalidPort(port) }
+        var storage = sockaddr_storage()
+        let literal = host == "localhost" ? "127.0.0.1" : host
+        if literal.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET6, literal, &address.sin6_addr) == 1 else { throw .invalidAddress(host: host) }
+            withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in6.self) }
+            return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        guard inet_pton(AF_INET, literal, &address.sin_addr) == 1 else { throw .invalidAddress(host: host) }
+        withUnsafeMutableBytes(of: &storage) { raw in raw.storeBytes(of: address, as: sockaddr_in.self) }
+        return (storage, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
     }
 
     /// Accepts one pending connection as a non-blocking socket with `TCP_NODELAY`.
