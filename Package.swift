@@ -50,6 +50,6 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
-        tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth"]),
+        tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish"]),
     ]
 )

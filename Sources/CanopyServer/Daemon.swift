@@ -2,6 +2,7 @@
 
 import CanopyCore
 import CanopyNet
+import CanopyRules
 import CanopyStore
 
 #if canImport(Glibc)
@@ -16,11 +17,13 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     private var server: HTTPServer?
     private var context: ServerContext?
     private var isShuttingDown = false
+    private let directoryLock: DataDirectory.Lock
     private let logger = Logger(label: "canopy.server")
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
-        _ = try DataDirectory(path: configuration.dataDirectory)
+        // One process per data directory: a second daemon (or an offline import) is refused.
+        directoryLock = try DataDirectory(path: configuration.dataDirectory).lock()
         credentials = try Credentials(configuration: configuration)
         loop = try EventLoop()
     }
@@ -60,6 +63,27 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         loop.execute { [weak self] in
             guard let ns = try? self?.context?.registry.namespace(name, create: true) else { return }
             body(ns)
+        }
+    }
+
+    /// Loads `document` into `namespace` if that namespace holds no data yet, and gives it `rulesSource`
+    /// (`canopy serve --demo`). Runs on the loop once it starts.
+    public func seedIfEmpty(namespace name: String, document: ExportDocument, rulesSource: String?) {
+        let logger = self.logger
+        loop.execute { [weak self] in
+            guard let self, let context = self.context else { return }
+            do {
+                guard let namespace = try context.registry.namespace(name, create: true) else { return }
+                if let rulesSource {
+                    try context.registry.setRules(
+                        rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+                }
+                guard namespace.root.isEmpty else { return }
+                namespace.commit([(Path.root, document.data)], newRoot: document.data)
+                logger.info("demo.loaded", ["ns": name])
+            } catch {
+                logger.error("demo.failed", ["ns": name, "error": "\(error)"])
+            }
         }
     }
 

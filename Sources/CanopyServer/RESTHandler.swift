@@ -46,6 +46,10 @@ final class RESTHandler: HTTPHandler {
             return
         }
         let method = effectiveMethod(request)
+        if request.path.hasPrefix("/.canopy/") {
+            try handleAdmin(request, method: method, responder)
+            return
+        }
         if request.path == "/.settings/rules.json" {
             try handleRules(request, method: method, responder)
             return

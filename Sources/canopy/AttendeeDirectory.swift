@@ -1,41 +1,27 @@
-// AttendeeDirectory -- an event's attendee list (seed/attendees.json) and the token claims it implies.
+// AttendeeDirectory+Claims -- reading the attendee directory file and the token claims an attendee gets.
 
 import CanopyCore
+import CanopyPublish
 
-/// The attendees of one event, as in `seed/attendees.json`.
-struct AttendeeDirectory {
-    struct Attendee {
-        var id: String
-        var tierId: String
-        var groupIds: [String]
-    }
-    var eventId: String?
-    var attendees: [Attendee]
-
+extension AttendeeDirectory {
+    /// Reads and parses a directory file, or fails with a clear message.
     static func load(path: String) throws -> AttendeeDirectory {
-        let text = try readFile(path)
         let json: JSONValue
         do {
-            json = try JSONValue.parse(text)
-        } catch {
+            json = try JSONValue.parse(try readFile(path))
+        } catch let error as JSONParseError {
             throw CommandFailure("\(path) is not valid JSON: \(error.userMessage)")
         }
-        guard let list = json["attendees"]?.arrayValue else {
-            throw CommandFailure("\(path) has no \"attendees\" array")
+        do {
+            return try AttendeeDirectory.parse(json)
+        } catch {
+            throw CommandFailure("\(path): \(error.userMessage)")
         }
-        var attendees: [Attendee] = []
-        for entry in list {
-            guard let id = idString(entry["id"]) else { throw CommandFailure("\(path): an attendee has no id") }
-            let tier = idString(entry["tierId"]) ?? "default"
-            let groups = (entry["groupIds"]?.arrayValue ?? []).compactMap(idString)
-            attendees.append(Attendee(id: id, tierId: tier, groupIds: groups))
-        }
-        return AttendeeDirectory(eventId: json["eventId"]?.stringValue, attendees: attendees)
     }
 
     /// `userId`, `tierId` and `groups` claims for one attendee.
     func claims(for id: String) throws -> [JSONMember] {
-        guard let attendee = attendees.first(where: { $0.id == id }) else {
+        guard let attendee = attendee(id: id) else {
             throw CommandFailure("attendee '\(id)' is not in the directory")
         }
         return [
@@ -43,16 +29,6 @@ struct AttendeeDirectory {
             JSONMember("tierId", .string(attendee.tierId)),
             JSONMember("groups", .object(attendee.groupIds.map { JSONMember($0, true) })),
         ]
-    }
-
-    /// Ids are strings or numbers in the directory; claims and paths use their string form.
-    static func idString(_ value: JSONValue?) -> String? {
-        switch value {
-        case .string(let s)?: return s
-        case .int(let i)?: return String(i)
-        case .double(let d)? where d == d.rounded(): return String(Int64(d))
-        default: return nil
-        }
     }
 }
 

@@ -6,7 +6,9 @@ import Foundation
 enum CommandLineTool {
     static var commands: [any Command.Type] {
         [
-            Serve.self, TokenCommand.self, RulesCommand.self, BenchCommand.self,
+            Serve.self, PublishCommand.self, UnpublishCommand.self, RevertCommand.self, RollbackCommand.self,
+            StatusCommand.self, PreviewCommand.self, ImportCommand.self, ExportCommand.self, TokenCommand.self,
+            RulesCommand.self, BenchCommand.self,
         ]
     }
 

@@ -239,6 +239,26 @@ import Testing
         #expect(exclusive.isInRange((key: "c", node: Node(leaf: 5))))
     }
 
+    @Test(arguments: [QueryLimit.first(5), .last(5), .first(300), .last(300), .first(600), .last(0)])
+    func largeLimitsMatchAFullSort(_ limit: QueryLimit) {
+        var rng = SeededGenerator(seed: 77)
+        let children = (0..<500).map { i in
+            (key: "k\(i)", node: Node(children: [(key: "score", node: Node(leaf: .int(Int64(rng.next() % 50))))]))
+        }
+        let node = Node(children: children)
+        let q = QuerySpec(
+            index: .child(Path(segments: ["score"])), start: QueryBound(value: 3, name: .min), limit: limit)
+        let inRange = q.orderedChildren(of: node).filter { q.isInRange($0) }.map(\.key)
+        let expected: [String]
+        switch limit {
+        case .first(let n): expected = Array(inRange.prefix(n))
+        case .last(let n): expected = Array(inRange.suffix(n))
+        }
+        let window = q.window(of: node)
+        #expect(q.orderedChildren(of: window).map(\.key) == expected)
+        #expect(window.childKeys == expected.sorted { compareKeys($0, $1) < 0 })
+    }
+
     @Test func windowMatchesReferenceOnRandomData() {
         var rng = SeededGenerator(seed: 2024)
         let keys = ["a", "b", "c", "1", "2", "10", "-3", "aa", "z"]

@@ -76,7 +76,7 @@ func canopyBinaryPath() -> String {
 }
 
 /// The real `canopy serve` binary as a child process.
-final class ServerProcess {
+final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/terminate once, from one thread at a time
     let process = Process()
     let dataDirectory: String
     private(set) var port = 0

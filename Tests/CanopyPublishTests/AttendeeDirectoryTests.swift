@@ -41,3 +41,26 @@ import Testing
         #expect(Attendee(id: "1", tierId: "").tierId == Attendee.defaultTier)
     }
 }
+
+@Suite struct AttendeeClaimsTests {
+    @Test func claimsRoundTrip() throws {
+        let attendee = Attendee(id: "100203", tierId: "default", groupIds: ["12", "13"])
+        let claims = attendee.claims(namespace: "canopy-demo-summit")
+        #expect(claims["userId"] == .string("100203"))
+        #expect(claims["tierId"] == .string("default"))
+        #expect(claims["groups"] == ["12": true, "13": true])
+        #expect(claims["ns"] == .string("canopy-demo-summit"))
+        #expect(Attendee(claims: claims) == attendee)
+        #expect(attendee.claims(namespace: nil)["ns"] == nil)
+    }
+
+    @Test func looseClaimShapesAreRead() {
+        #expect(
+            Attendee(claims: ["userId": 7, "tierId": 101, "groups": [11]])
+                == Attendee(id: "7", tierId: "101", groupIds: ["11"]))
+        #expect(Attendee(claims: ["userId": "7", "groups": ["11": false, "12": true]])?.groupIds == ["12"])
+        #expect(Attendee(claims: ["userId": "7", "tierId": true])?.tierId == "default")
+        #expect(Attendee(claims: ["admin": true]) == nil)
+        #expect(Attendee(claims: ["userId": "a/b"]) == nil)
+    }
+}

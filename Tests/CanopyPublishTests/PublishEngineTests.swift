@@ -187,4 +187,15 @@ import Testing
         let oldest = try #require(history.children.first?.node)
         #expect(oldest.child("content").child("a").child("rev").value == .int(5))
     }
+
+    @Test func publishingAnEmptyDraftClearsEveryDerivedLocation() throws {
+        var root = try publish(try Seed.event())
+        root = root.setting(.empty, at: PublishLayout.pendingContent)
+        let after = try publish(root, now: 2_000)
+        #expect(after.node(at: PublishLayout.publicContent).isEmpty)
+        #expect(after.node(at: PublishLayout.users).isEmpty)
+        #expect(after.node(at: PublishLayout.tiers).isEmpty)
+        #expect(after.node(at: PublishLayout.content).isEmpty)
+        #expect(after.node(at: PublishLayout.history).children.last?.node.child("itemCount").value == .int(0))
+    }
 }

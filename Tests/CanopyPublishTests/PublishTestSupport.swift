@@ -17,8 +17,8 @@ enum Seed {
         return try JSONValue.parse(Array(data))
     }
 
-    /// The demo event root (pendingContent only).
-    static func event() throws -> Node { try Node.from(json: json("canopy-demo-summit.json")) }
+    /// The demo event's tree: the `data` member of the versioned export document in `seed/`.
+    static func event() throws -> Node { try Node.from(json: json("canopy-demo-summit.json")["data"] ?? .null) }
 
     static func directory() throws -> AttendeeDirectory {
         try AttendeeDirectory.parse(json("attendees.json"))

@@ -105,7 +105,7 @@ struct RulesCommand: Command {
             if result.exitCode != 0 { throw CommandFailure("", exitCode: result.exitCode) }
         case .lint(let file):
             let result = RulesCommandLine.lint(source: try readFile(file), fileName: file)
-            print(result.output, terminator: result.output.hasSuffix("\n") ? "" : "\n")
+            if !result.output.isEmpty { print(result.output, terminator: result.output.hasSuffix("\n") ? "" : "\n") }
             if result.exitCode != 0 { throw CommandFailure("", exitCode: result.exitCode) }
         }
     }

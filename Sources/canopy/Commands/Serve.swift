@@ -9,7 +9,7 @@ struct Serve: Command {
     static let usage = """
         canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
                      [--public-keys <pem-or-jwks-file>]... [--emulator] [--sync full|normal]
-                     [--log-level <level>] [--log-format logfmt|json]
+                     [--demo] [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -18,9 +18,12 @@ struct Serve: Command {
           --public-keys  PEM or JWKS file with RS256/ES256 keys of an external identity provider
           --emulator     also accept 'Authorization: Bearer owner' as admin and unsigned tokens (tests only)
           --sync         SQLite synchronous mode: full (default; survives power loss) or normal
+          --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
+                         with the event rules, unless it already holds data
         """
 
     var configuration = ServerConfiguration()
+    var demo = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
@@ -32,6 +35,7 @@ struct Serve: Command {
             case "--rules": configuration.rulesFile = try arguments.value(for: option)
             case "--public-keys": configuration.publicKeyFiles.append(try arguments.value(for: option))
             case "--emulator": configuration.emulator = true
+            case "--demo": demo = true
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
@@ -58,12 +62,19 @@ struct Serve: Command {
     func run() throws {
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
+        if demo {
+            let seed = PackageFiles.path("seed/canopy-demo-summit.json")
+            let document = try ExportDocument.parse(Array(try readFile(seed).utf8))
+            let rules = try readFile(PackageFiles.path("rules/personalized-content.rules.json"))
+            daemon.seedIfEmpty(namespace: "canopy-demo-summit", document: document, rulesSource: rules)
+        }
         print(
             """
             canopy: serving http://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
             canopy: admin credential in \(daemon.credentials.adminCredentialPath) (mode 0600); \
             use it as 'Authorization: Bearer <credential>'
-            """ + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : ""))
+            """ + (demo ? "\ncanopy: demo event in namespace canopy-demo-summit (try: canopy status --ns canopy-demo-summit)" : "")
+                + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : ""))
         fflush(nil)
         daemon.run()
     }

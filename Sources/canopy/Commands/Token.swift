@@ -2,7 +2,9 @@
 
 import CanopyAuth
 import CanopyCore
+import CanopyPublish
 import CanopyServer
+import CanopyStore
 
 struct TokenCommand: Command {
     static let name = "token"
@@ -67,15 +69,17 @@ struct TokenCommand: Command {
             members.append(JSONMember(key, value))
         }
         if let attendee, let directory {
-            for member in try AttendeeDirectory.load(path: directory).claims(for: attendee) {
-                set(member.key, member.value)
-            }
+            let loaded = try AttendeeDirectory.load(path: directory)
+            for member in try loaded.claims(for: attendee) { set(member.key, member.value) }
+            // An attendee token is for their event only, unless --ns says otherwise.
+            if namespace == nil, let event = loaded.eventId { set("ns", .string(event)) }
         }
         if admin { set("admin", true) }
         if let namespace { set("ns", .string(namespace)) }
         let claimsObject = JSONValue.object(members)
         let subject = uid ?? claimsObject["userId"]?.stringValue ?? (admin ? "admin" : nil)
         if let subject { set("uid", .string(subject)) }
+        _ = try DataDirectory(path: dataDirectory)
         let secret = try SecretFile.loadOrCreate(path: dataDirectory + "/signing.key", byteCount: 32)
         let now = SystemClock().nowMilliseconds() / 1000
         print(TokenMinter.mintHS256(claims: .object(members), secret: secret, issuedAt: now, ttlSeconds: ttlSeconds))

@@ -1,0 +1,100 @@
+// CLITests -- the built `canopy` binary's command-line contract (rules eval/check/lint, token mint, usage errors).
+
+import CanopyCore
+import Foundation
+import Testing
+
+/// Runs the built binary; returns exit status and standard output.
+func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+}
+
+@Suite struct CLITests {
+    @Test(arguments: [
+        (["--expr", "auth.token.userId == $userId", "--auth", #"{"token":{"userId":"901"}}"#, "--vars", #"{"$userId":"901"}"#],
+         #"{"valid":true,"error":null,"value":true}"#),
+        (["--expr", "auth != null"], #"{"valid":true,"error":null,"value":false}"#),
+        (["--expr", "root.child('a').val() == 1", "--data", #"{"a":{".value":1,".priority":3}}"#],
+         #"{"valid":true,"error":null,"value":true}"#),
+        (["--expr", "now == 42", "--now", "42"], #"{"valid":true,"error":null,"value":true}"#),
+        (["--expr", "query.limitToFirst == 5", "--query", #"{"orderByChild":"x","limitToFirst":5}"#],
+         #"{"valid":true,"error":null,"value":true}"#),
+    ])
+    func rulesEvalPrintsOneJSONLine(arguments: [String], expected: String) throws {
+        let r = try runCanopy(["rules", "eval"] + arguments)
+        #expect(r.status == 0)
+        #expect(try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == JSONValue.parse(expected))
+    }
+
+    @Test func rulesEvalReportsInvalidAndRuntimeErrors() throws {
+        var r = try runCanopy(["rules", "eval", "--expr", "7"])
+        var line = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(r.status == 0 && line["valid"] == false && line["value"] == .null)
+        r = try runCanopy(["rules", "eval", "--expr", "auth.uid.contains('a')"])
+        line = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(line["valid"] == true && line["value"] == .null && line["error"]?.stringValue != nil)
+    }
+
+    @Test func rulesCheckAndLint() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "{}".write(toFile: dir + "/data.json", atomically: true, encoding: .utf8)
+        let rules = rulesFile("personalized-content.rules.json")
+        var r = try runCanopy([
+            "rules", "check", "--rules", rules, "--data", dir + "/data.json", "--auth",
+            #"{"uid":"901","token":{"userId":"901"}}"#, "--op", "read", "--path", "/private/adminable/users/901",
+        ])
+        var line = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(r.status == 0 && line["allowed"] == true)
+        r = try runCanopy([
+            "rules", "check", "--rules", rules, "--data", dir + "/data.json", "--auth",
+            #"{"uid":"901","token":{"userId":"901"}}"#, "--op", "read", "--path", "/private/adminable/users/1027",
+        ])
+        line = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(r.status == 0 && line["allowed"] == false)
+        try #"{"rules":{".read":"nope"}}"#.write(toFile: dir + "/bad.json", atomically: true, encoding: .utf8)
+        r = try runCanopy(["rules", "lint", dir + "/bad.json"])
+        #expect(r.status != 0 && r.stdout.contains("nope"))
+        r = try runCanopy(["rules", "lint", rules])
+        #expect(r.status == 0)
+    }
+
+    @Test func tokenMintFromTheDirectory() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let seed = URL(fileURLWithPath: rulesFile("x")).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("seed/attendees.json").path
+        let r = try runCanopy(["token", "mint", "--attendee", "100203", "--directory", seed, "--data", dir, "--ttl", "8h"])
+        #expect(r.status == 0)
+        let payload = try #require(r.stdout.split(separator: ".").dropFirst().first)
+        let claims = try JSONValue.parse(try #require(Base64.decode(payload, url: true)))
+        #expect(claims["userId"] == "100203")
+        #expect(claims["tierId"] == "default")
+        #expect(claims["groups"] == ["12": true, "13": true])
+        #expect(claims["ns"] == "canopy-demo-summit")
+        let ttl = (claims["exp"]?.int64Value ?? 0) - (claims["iat"]?.int64Value ?? 0)
+        #expect(ttl == 8 * 3600)
+    }
+
+    @Test func usageErrorsExit64WithAMessage() throws {
+        var r = try runCanopy(["serve", "--port", "nope"])
+        #expect(r.status == 64 && r.stderr.contains("--port"))
+        r = try runCanopy(["frobnicate"])
+        #expect(r.status == 64 && r.stderr.contains("unknown command"))
+        r = try runCanopy(["token", "mint", "--ttl", "8x"])
+        #expect(r.status == 64)
+        r = try runCanopy(["--help"])
+        #expect(r.status == 0 && r.stdout.contains("serve"))
+    }
+}

@@ -1,0 +1,217 @@
+// PublishTests -- the publish engine through the real server: every demo attendee's feed, read as that attendee
+// with a real token; atomicity as seen by a subscriber; admin API errors.
+
+import CanopyCore
+import CanopyNet
+import CanopyPublish
+import CanopyServer
+import Foundation
+import Synchronization
+import Testing
+
+/// A file under the package's `seed/` directory.
+func seedFile(_ name: String) -> String {
+    URL(fileURLWithPath: rulesFile("x")).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("seed/\(name)").path
+}
+
+@Suite struct PublishTests {
+    static let ns = "canopy-demo-summit"
+
+    /// Starts a server with the event rules, imports the demo event, optionally isolating groups.
+    func withDemo(isolateGroups: Bool, _ body: (InProcessServer, HTTPClient) throws -> Void) throws {
+        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+            let c = server.client()
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            let document = try ExportDocument.parse(Array(try String(contentsOfFile: seedFile("canopy-demo-summit.json"), encoding: .utf8).utf8))
+            var tree: [UInt8] = []
+            document.data.json(export: true).write(into: &tree)
+            #expect(try c.request("PUT", "/.json?ns=\(Self.ns)", headers: admin, body: tree).status == 200)
+            if isolateGroups {
+                #expect(try c.json("PUT", "/private/admin/settings/isolateGroups.json?ns=\(Self.ns)", "true", headers: admin).status == 200)
+            }
+            try body(server, c)
+        }
+    }
+
+    func publish(_ server: InProcessServer, _ c: HTTPClient, query: String = "") throws -> (status: Int, json: JSONValue?, response: HTTPClientResponse) {
+        try c.json("POST", "/.canopy/publish?ns=\(Self.ns)\(query)", headers: [("Authorization", "Bearer \(server.admin)")])
+    }
+
+    @Test(arguments: [false, true])
+    func everyAttendeeSeesExactlyTheirFeed(isolateGroups: Bool) throws {
+        let expected = try JSONValue.parse(try String(contentsOfFile: seedFile("expected-feeds.json"), encoding: .utf8))
+        let directory = try AttendeeDirectory.parse(
+            try JSONValue.parse(try String(contentsOfFile: seedFile("attendees.json"), encoding: .utf8)))
+        try withDemo(isolateGroups: isolateGroups) { server, c in
+            #expect(try publish(server, c).status == 200)
+            for attendee in directory.attendees {
+                let claims: JSONValue = [
+                    "uid": .string(attendee.id), "userId": .string(attendee.id), "tierId": .string(attendee.tierId),
+                    "groups": .object(attendee.groupIds.map { JSONMember($0, true) }), "ns": .string(Self.ns),
+                ]
+                let token = server.daemon.credentials.mint(claims: claims, ttlSeconds: 600, now: SystemClock().nowMilliseconds())
+                func read(_ path: String) throws -> Node {
+                    let r = try c.request("GET", "/\(path).json?ns=\(Self.ns)&auth=\(token)")
+                    #expect(r.status == 200, "attendee \(attendee.id) must read \(path)")
+                    return try Node.from(json: try JSONValue.parse(r.body))
+                }
+                let user = try read("private/adminable/users/\(attendee.id)/content")
+                let tier = try read("private/adminable/tiers/\(attendee.tierId)/content")
+                let publicContent = try read("public/admin/content")
+                var groups: [Node] = []
+                if isolateGroups {
+                    for group in attendee.groupIds { groups.append(try read("private/adminable/groups/\(group)/content")) }
+                }
+                let feed = FeedMerger.merge(
+                    user: user, tier: tier, publicContent: publicContent, groups: groups, attendee: attendee)
+                let want = expected["feeds"]?[attendee.id]?.arrayValue?.compactMap(\.stringValue) ?? []
+                #expect(feed.map(\.key) == want, "feed of \(attendee.id)")
+                // Locations this attendee must not read.
+                for other in directory.attendees where other.id != attendee.id {
+                    let r = try c.request("GET", "/private/adminable/users/\(other.id).json?ns=\(Self.ns)&auth=\(token)")
+                    #expect(r.status == 401)
+                    if other.tierId != attendee.tierId {
+                        let t = try c.request("GET", "/private/adminable/tiers/\(other.tierId).json?ns=\(Self.ns)&auth=\(token)")
+                        #expect(t.status == 401)
+                    }
+                }
+                for group in ["11", "12", "13", "14"] where !attendee.groupIds.contains(group) {
+                    let r = try c.request("GET", "/private/adminable/groups/\(group).json?ns=\(Self.ns)&auth=\(token)")
+                    #expect(r.status == 401)
+                }
+                let admin = try c.request("GET", "/private/admin.json?ns=\(Self.ns)&auth=\(token)")
+                #expect(admin.status == 401)
+            }
+        }
+    }
+
+    @Test func ifMatchRevertAndErrors() throws {
+        try withDemo(isolateGroups: false) { server, c in
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            var r = try c.json("POST", "/.canopy/publish?ns=\(Self.ns)", headers: admin + [("if-match", "stale")])
+            #expect(r.status == 412)
+            let status = try c.json("GET", "/.canopy/status?ns=\(Self.ns)", headers: admin)
+            let etag = try #require(status.response.header("etag"))
+            r = try c.json("POST", "/.canopy/publish?ns=\(Self.ns)", headers: admin + [("if-match", etag)])
+            #expect(r.status == 200)
+            // Edit a draft, then revert it.
+            _ = try c.json("PUT", "/private/admin/pendingContent/new.json?ns=\(Self.ns)", #"{"order":20,"type":"text","checkAll":true}"#, headers: admin)
+            r = try c.json("POST", "/.canopy/revert?ns=\(Self.ns)", headers: admin)
+            #expect(r.status == 200)
+            r = try c.json("GET", "/private/admin/pendingContent/new.json?ns=\(Self.ns)", headers: admin)
+            #expect(r.json == .null)
+            // Invalid item: nothing is published and the reason names the item.
+            _ = try c.json("PUT", "/private/admin/pendingContent/bad.json?ns=\(Self.ns)", #"{"order":"soon","type":"text"}"#, headers: admin)
+            let before = try c.request("GET", "/public/admin/content.json?ns=\(Self.ns)", headers: admin).body
+            r = try c.json("POST", "/.canopy/publish?ns=\(Self.ns)", headers: admin)
+            #expect(r.status == 400)
+            #expect(r.json?["error"]?.stringValue?.contains("bad") == true)
+            #expect(try c.request("GET", "/public/admin/content.json?ns=\(Self.ns)", headers: admin).body == before)
+            // Attendees cannot publish.
+            let token = server.daemon.credentials.mint(
+                claims: ["userId": "100201", "tierId": "101", "ns": .string(Self.ns)], ttlSeconds: 600,
+                now: SystemClock().nowMilliseconds())
+            r = try c.json("POST", "/.canopy/publish?ns=\(Self.ns)&auth=\(token)")
+            #expect(r.status == 401)
+            r = try c.json("POST", "/.canopy/unpublish?ns=\(Self.ns)&item=nope", headers: admin)
+            #expect(r.status == 404)
+            r = try c.json("POST", "/.canopy/publish?ns=unknown-event", headers: admin)
+            #expect(r.status == 404)
+        }
+    }
+
+    /// A subscriber on an attendee's location, across many publishes that alternate the attendee's items, sees
+    /// exactly one event per publish and never an empty or partial list.
+    @Test(.timeLimit(.minutes(2))) func subscribersNeverSeeEmptyOrPartialState() throws {
+        try withDemo(isolateGroups: false) { server, c in
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            #expect(try publish(server, c).status == 200)
+            let streamClient = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 10)
+            let head = try streamClient.openStream(
+                "/public/admin/content.json?ns=\(Self.ns)", headers: admin + [("Accept", "text/event-stream")])
+            #expect(head.status == 200)
+            let events = Mutex<[JSONValue]>([])
+            // safe: only the reader thread uses the stream until `stream.close()` after the reader is done reading
+            nonisolated(unsafe) let stream = streamClient
+            let reader = Thread {
+                var buffer = ""
+                while let chunk = try? stream.readChunk(), !chunk.isEmpty {
+                    buffer += String(decoding: chunk, as: UTF8.self)
+                    while let range = buffer.range(of: "\n\n") {
+                        let event = String(buffer[..<range.lowerBound])
+                        buffer = String(buffer[range.upperBound...])
+                        guard event.contains("event: put"), let line = event.split(separator: "\n").first(where: { $0.hasPrefix("data: ") })
+                        else { continue }
+                        if let json = try? JSONValue.parse(String(line.dropFirst(6))) { events.withLock { $0.append(json) } }
+                    }
+                }
+            }
+            reader.start()
+            // Alternate between two versions of the public items: all five, or all but the welcome item.
+            let publishes = 40
+            for i in 1...publishes {
+                let value = i % 2 == 0 ? "true" : "false"
+                _ = try c.json("PUT", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID/checkAll.json?ns=\(Self.ns)", value, headers: admin)
+                if i % 2 == 1 {
+                    // checkAll false with no lists is still global: make it tier-only so it leaves public.
+                    _ = try c.json("PUT", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID/tierIds.json?ns=\(Self.ns)", "[101]", headers: admin)
+                } else {
+                    _ = try c.json("DELETE", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID/tierIds.json?ns=\(Self.ns)", headers: admin)
+                }
+                #expect(try publish(server, c).status == 200)
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while events.withLock({ $0.count }) < publishes + 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            stream.close()
+            let seen = events.withLock { $0 }
+            #expect(seen.count == publishes + 1, "one initial event and one per publish")
+            for event in seen {
+                // Every event replaces the whole location with a whole list: 4 or 5 items, never fewer.
+                let count = event["data"]?.members?.count ?? 0
+                #expect(event["path"] == "/" || event["path"]?.stringValue?.hasPrefix("/") == true)
+                if event["path"] == "/" { #expect(count == 4 || count == 5, "a partial list: \(count) items") }
+            }
+        }
+    }
+}
+
+@Suite struct PublishCrashTests {
+    /// `kill -9` while publishes are streaming in: after a restart, the derived locations are exactly the fan-out
+    /// of `private/admin/content` — the old or the new state, whole, never a mix.
+    @Test(.timeLimit(.minutes(2))) func killDuringPublishLeavesOldOrNewStateWhole() throws {
+        let data = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let server = try ServerProcess(dataDirectory: data, extraArguments: ["--demo"])
+        let admin = [("Authorization", "Bearer \(server.admin)")]
+        let client = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
+        let ns = PublishTests.ns
+        Thread.sleep(forTimeInterval: 0.3)  // the demo loads on the loop's first pass
+        var published = 0
+        let stopAt = Date().addingTimeInterval(1.5)
+        let killer = Thread { Thread.sleep(forTimeInterval: 1.0); server.kill9() }
+        killer.start()
+        while Date() < stopAt {
+            // Each round moves the welcome item between everyone and tier 101 only, then publishes.
+            let tierOnly = published % 2 == 0
+            let body = tierOnly ? #"{"checkAll":false,"tierIds":[101]}"# : #"{"checkAll":true,"tierIds":null}"#
+            guard (try? client.request("PATCH", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID.json?ns=\(ns)",
+                headers: admin, body: Array(body.utf8)))?.status == 200,
+                (try? client.request("POST", "/.canopy/publish?ns=\(ns)", headers: admin))?.status == 200
+            else { break }
+            published += 1
+        }
+        #expect(published > 3)
+        let restarted = try ServerProcess(dataDirectory: data)
+        defer { restarted.terminate() }
+        let r = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
+            "GET", "/.json?ns=\(ns)&format=export", headers: admin)
+        let root = try Node.from(json: try JSONValue.parse(r.body))
+        let content = root.node(at: PublishLayout.content)
+        #expect(!content.isEmpty)
+        // Were `content` republished now, no derived location would change.
+        let check = root.setting(content, at: PublishLayout.pendingContent)
+        let plan = PublishEngine.dryRun(root: check, directory: nil)
+        #expect(plan["locations"]?.arrayValue?.isEmpty == true, "derived locations disagree with content: \(plan)")
+    }
+}

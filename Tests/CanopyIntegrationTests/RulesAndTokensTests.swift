@@ -1,0 +1,151 @@
+// RulesAndTokensTests -- the event ruleset's access matrix over real HTTP with real signed tokens.
+
+import CanopyCore
+import CanopyNet
+import CanopyServer
+import Foundation
+import Testing
+
+/// The package's `rules/` directory.
+func rulesFile(_ name: String) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("rules/\(name)").path
+}
+
+@Suite struct RulesAndTokensTests {
+    static let ns = "summit-2026"
+    static let event = #"""
+        {"public":{"admin":{"content":{"g":{"order":0,"title":"Welcome"}}}},
+         "private":{"admin":{"pendingContent":{"x":{"order":1,"type":"text"}},"lastPublishedAt":5},
+                    "adminable":{"users":{"901":{"content":{"u":{"order":2}}},"1027":{"content":{"v":{"order":3}}}},
+                                 "tiers":{"55":{"content":{"t":{"order":4}}},"78":{"content":{"w":{"order":5}}}},
+                                 "groups":{"42":{"content":{"h":{"order":6}}},"43":{"content":{"k":{"order":7}}}}}}}
+        """#
+
+    func withEvent(_ body: (InProcessServer, HTTPClient) throws -> Void) throws {
+        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+            let client = server.client()
+            let r = try client.json("PUT", "/.json?ns=\(Self.ns)", Self.event, headers: [("Authorization", "Bearer \(server.admin)")])
+            #expect(r.status == 200)
+            try body(server, client)
+        }
+    }
+
+    func token(_ server: InProcessServer, _ claims: JSONValue, ttl: Int64 = 3600) -> String {
+        server.daemon.credentials.mint(claims: claims, ttlSeconds: ttl, now: SystemClock().nowMilliseconds())
+    }
+
+    static let attendee901: JSONValue = [
+        "uid": "901", "userId": "901", "tierId": "55", "groups": ["42": true], "ns": "summit-2026",
+    ]
+
+    @Test func attendeeReadsOwnTierGroupAndPublicOnly() throws {
+        try withEvent { server, c in
+            let t = token(server, Self.attendee901)
+            func status(_ path: String, auth: String? = nil) throws -> Int {
+                try c.json("GET", "\(path).json?ns=\(Self.ns)&auth=\(auth ?? t)").status
+            }
+            #expect(try status("/private/adminable/users/901") == 200)
+            #expect(try status("/private/adminable/users/901/content/u") == 200)
+            #expect(try status("/private/adminable/tiers/55") == 200)
+            #expect(try status("/private/adminable/groups/42") == 200)
+            #expect(try status("/public/admin/content") == 200)
+            #expect(try status("/private/adminable/users/1027") == 401)
+            #expect(try status("/private/adminable/tiers/78") == 401)
+            #expect(try status("/private/adminable/groups/43") == 401)
+            #expect(try status("/private/adminable/users") == 401)
+            #expect(try status("/private/admin/pendingContent") == 401)
+            #expect(try status("/private/admin/lastPublishedAt") == 401)
+            #expect(try status("/") == 401)
+            // Attendees write nothing.
+            let w = try c.json("PUT", "/private/adminable/users/901/content/u.json?ns=\(Self.ns)&auth=\(t)", "1")
+            #expect(w.status == 401)
+            let p = try c.json("PUT", "/public/admin/content/g.json?ns=\(Self.ns)&auth=\(t)", "1")
+            #expect(p.status == 401)
+            // Bearer works the same as ?auth=.
+            let b = try c.json(
+                "GET", "/private/adminable/users/901.json?ns=\(Self.ns)", headers: [("Authorization", "Bearer \(t)")])
+            #expect(b.status == 200)
+            #expect(b.json == ["content": ["u": ["order": 2]]])
+        }
+    }
+
+    @Test func adminTokenReadsAndWritesEverything() throws {
+        try withEvent { server, c in
+            let t = token(server, ["uid": "org-1", "admin": true, "ns": .string(Self.ns)])
+            #expect(try c.json("GET", "/private/admin/pendingContent.json?ns=\(Self.ns)&auth=\(t)").status == 200)
+            let w = try c.json("PUT", "/private/admin/pendingContent/y.json?ns=\(Self.ns)&auth=\(t)", #"{"order":9}"#)
+            #expect(w.status == 200)
+            // .validate: an item's order must be a number.
+            let bad = try c.json(
+                "PUT", "/private/admin/pendingContent/z.json?ns=\(Self.ns)&auth=\(t)", #"{"order":"soon"}"#)
+            #expect(bad.status == 401)
+        }
+    }
+
+    @Test func badTokensAreRefused() throws {
+        try withEvent { server, c in
+            let good = token(server, Self.attendee901)
+            let path = "/public/admin/content.json?ns=\(Self.ns)"
+            // Expired.
+            let expired = server.daemon.credentials.mint(
+                claims: Self.attendee901, ttlSeconds: 60, now: SystemClock().nowMilliseconds() - 3_600_000)
+            #expect(try c.json("GET", path + "&auth=\(expired)").status == 401)
+            // Tampered payload (signature no longer matches).
+            var parts = good.split(separator: ".").map(String.init)
+            let forged = Base64.encode(Array(#"{"userId":"1027","tierId":"78","ns":"summit-2026"}"#.utf8), url: true, padding: false)
+            parts[1] = forged
+            #expect(try c.json("GET", path + "&auth=\(parts.joined(separator: "."))").status == 401)
+            // alg:none is refused outside emulator mode.
+            let header = Base64.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8), url: true, padding: false)
+            #expect(try c.json("GET", path + "&auth=\(header).\(forged).").status == 401)
+            // Signed with another secret.
+            let other = try withServer { other in self.token(other, Self.attendee901) }
+            #expect(try c.json("GET", path + "&auth=\(other)").status == 401)
+            // Another event's token.
+            let elsewhere = token(server, ["userId": "901", "tierId": "55", "ns": "other-event"])
+            let r = try c.json("GET", path + "&auth=\(elsewhere)")
+            #expect(r.status == 401)
+            #expect(r.json?["error"]?.stringValue?.contains("namespace") == true)
+            // The good one works.
+            #expect(try c.json("GET", path + "&auth=\(good)").status == 200)
+        }
+    }
+
+    @Test func rulesCanBeReplacedAtRuntimeAndInvalidRulesAreRefused() throws {
+        try withEvent { server, c in
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            var r = try c.json("GET", "/.settings/rules.json?ns=\(Self.ns)", headers: admin)
+            #expect(r.status == 200)
+            #expect(r.json?["rules"] != nil)
+            r = try c.json("PUT", "/.settings/rules.json?ns=\(Self.ns)", #"{"rules":{".read":"auth.uid ==="}}"#, headers: admin)
+            #expect(r.status == 400)
+            #expect(r.json?["error"]?.stringValue?.isEmpty == false)
+            // The old rules are still in force.
+            let t = token(server, Self.attendee901)
+            #expect(try c.json("GET", "/public/admin/content.json?ns=\(Self.ns)&auth=\(t)").status == 200)
+            r = try c.json("PUT", "/.settings/rules.json?ns=\(Self.ns)", #"{"rules":{".read":false}}"#, headers: admin)
+            #expect(r.status == 200)
+            #expect(try c.json("GET", "/public/admin/content.json?ns=\(Self.ns)&auth=\(t)").status == 401)
+            // Only the admin credential may touch rules.
+            r = try c.json("GET", "/.settings/rules.json?ns=\(Self.ns)&auth=\(t)")
+            #expect(r.status == 401)
+        }
+    }
+
+    @Test func authVariableOverrideActsAsThatAuth() throws {
+        try withEvent { server, c in
+            let override = "%7B%22uid%22%3A%22901%22%2C%22token%22%3A%7B%22userId%22%3A%22901%22%7D%7D"
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            var r = try c.json(
+                "GET", "/private/adminable/users/901.json?ns=\(Self.ns)&auth_variable_override=\(override)", headers: admin)
+            #expect(r.status == 200)
+            r = try c.json(
+                "GET", "/private/adminable/users/1027.json?ns=\(Self.ns)&auth_variable_override=\(override)",
+                headers: admin)
+            #expect(r.status == 401)
+            r = try c.json("GET", "/private/adminable/users/901.json?ns=\(Self.ns)&auth_variable_override=\(override)")
+            #expect(r.status == 401)
+        }
+    }
+}
