@@ -1,10 +1,11 @@
 // HTTPClient -- a small blocking HTTP/1.1 client over one keep-alive TCP connection (CLI tools, benchmarks, tests).
 
+import CCanopyLinux
+import CanopyCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import CCanopyLinux
-import CanopyCore
 
 /// A failed client request: connection refused, timeout, malformed response.
 public struct HTTPClientError: CanopyError {
@@ -74,7 +75,7 @@ public final class HTTPClient {
             try ensureConnected()
             try sendAll(bytes)
             return try readResponse(method: method)
-        } catch where reused {
+        } catch  where reused {
             close()
             try ensureConnected()
             try sendAll(bytes)
@@ -140,7 +141,9 @@ public final class HTTPClient {
     private func sendAll(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let n = bytes.withUnsafeBytes {
+                send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw HTTPClientError("send failed: errno \(errno)") }
             offset += n
@@ -177,7 +180,8 @@ public final class HTTPClient {
         }
         let headBytes = buffer[0..<end!]
         buffer.removeFirst(end! + 4)
-        let lines = String(decoding: headBytes, as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        let lines = String(decoding: headBytes, as: UTF8.self).split(
+            separator: "\r\n", omittingEmptySubsequences: false)
         guard let statusLine = lines.first else { throw HTTPClientError("empty response") }
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, let status = Int(parts[1]) else {

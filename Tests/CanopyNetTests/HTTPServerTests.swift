@@ -7,7 +7,9 @@ import Testing
     /// Echoes method, path and body; `/slow?ms=N` answers after N ms.
     static func echo(_ request: HTTPRequest, _ responder: HTTPResponder, loop: EventLoop) {
         let text = "\(request.method) \(request.path) \(String(decoding: request.body, as: UTF8.self))"
-        let response = HTTPResponse(status: 200, headers: [("Content-Type", "text/plain")], body: Array(text.utf8))
+        let response = HTTPResponse(
+            status: 200, headers: [("Content-Type", "text/plain"), ("X-Peer", request.remoteAddress)],
+            body: Array(text.utf8))
         if request.path == "/slow", let delay = request.queryValue("ms").flatMap(Int64.init) {
             loop.schedule(afterMilliseconds: delay) { responder.respond(response) }
         } else {
@@ -33,6 +35,7 @@ import Testing
             let response = try client.readResponse()
             #expect(response.status == 200)
             #expect(response.bodyText == "GET /item/\(index) ")
+            #expect(response.header("X-Peer")?.hasPrefix("127.0.0.1:") == true)
             #expect(response.header("Connection") == nil)
         }
     }

@@ -64,6 +64,7 @@ public final class WebSocketConnection {
 
     /// Decodes received bytes and dispatches the events.
     func receive(_ bytes: some Collection<UInt8>) {
+        guard !isClosed else { return }  // closing: input is only drained until the socket closes
         decoder.append(bytes)
         while !isClosed {
             let event: WebSocketEvent?
