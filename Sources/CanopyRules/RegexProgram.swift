@@ -78,6 +78,11 @@ struct RegexProgram: Sendable {
             anchoredEnd = true
             scalars.removeLast()
         }
+        if scalars.isEmpty && (anchoredStart || anchoredEnd) {  // /^$/, /^/ and /$/ match by anchors alone
+            return RegexProgram(
+                instructions: [.match], classes: [], anchoredStart: anchoredStart, anchoredEnd: anchoredEnd,
+                ignoreCase: ignoreCase)
+        }
         var parser = RegexParser(scalars: scalars, ignoreCase: ignoreCase)
         let tree = try parser.parse()
         var emitter = RegexEmitter(ignoreCase: ignoreCase)
