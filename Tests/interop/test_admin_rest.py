@@ -141,4 +141,7 @@ def test_listen_streams_initial_value_then_changes(app):
         third = events.get(timeout=10)
         assert third.event_type in ("put", "patch") and "Ada L." in str(third.data)
     finally:
+        # close() returns once the listener thread wakes up; a write wakes it now instead of the 30 s keep-alive.
+        import threading
+        threading.Timer(0.3, lambda: users.child("wake").set(True)).start()
         registration.close()
