@@ -34,6 +34,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
         var value = Node.empty
         var expected = Node.empty
         var affected = false
+        var matches = true
         var matchedAt: UInt64?
         var sawEmpty = false
     }
@@ -53,6 +54,8 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     private var bytes = 0
     private var events = 0
     private var lastMessage: UInt64 = 0
+    /// Listens whose value differs from their expected value.
+    private var mismatched = 0
 
     /// Starts the loop thread. `paths[i]` are the locations socket `i` listens on.
     init(port: Int, namespace: String, credential: String, paths: [[Path]]) throws {
@@ -172,12 +175,15 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             guard let relative = path.relative(to: listens[index].path) else { continue }
             var listen = listens[index]
             listen.value = listen.value.setting(value, at: relative)
-            if listen.value == listen.expected {
+            let matches = listen.value == listen.expected
+            if matches {
                 listen.matchedAt = now
             } else {
                 listen.matchedAt = nil
                 if listen.value.isEmpty { listen.sawEmpty = true }
             }
+            if matches != listen.matches { mismatched += matches ? -1 : 1 }
+            listen.matches = matches
             listens[index] = listen
         }
     }
@@ -195,11 +201,13 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
                 var listen = self.listens[index]
                 listen.expected = expected(listen.path)
                 listen.affected = listen.value != listen.expected
+                listen.matches = !listen.affected
                 listen.matchedAt = nil
                 listen.sawEmpty = false
                 if listen.affected { affected += 1 }
                 self.listens[index] = listen
             }
+            self.mismatched = affected
             return affected
         }
     }
@@ -209,9 +217,9 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     func settle(timeoutSeconds: Double, quietMilliseconds: UInt64 = 300) -> Bool {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while Date() < deadline {
-            let (pending, last) = onLoop { (self.listens.count { $0.value != $0.expected }, self.lastMessage) }
+            let (pending, last) = onLoop { (self.mismatched, self.lastMessage) }
             if pending == 0 && benchNow() - last > quietMilliseconds * 1_000_000 { return true }
-            usleep(5_000)
+            usleep(10_000)
         }
         return false
     }
