@@ -113,8 +113,8 @@ extension CompiledRules {
                 now: now)
         }
         if node.wildcard == nil {
-            for (key, child) in node.children where child.hasValidateBelow && newRoot.exists(at: path + [key]) {
-                if let failure = visit(child, key, isWildcard: false) { return failure }
+            for (key, child) in node.children where child.hasValidateBelow && newRoot.exists(at: path + [key.string]) {
+                if let failure = visit(child, key.string, isWildcard: false) { return failure }
             }
             return nil
         }

@@ -15,7 +15,7 @@ final class RuleNode: Sendable {
     let write: CompiledRule?
     let validate: CompiledRule?
     let indexOn: [String]
-    let children: [String: RuleNode]
+    let children: [JSONKey: RuleNode]
     /// The wildcard child and its name (`$uid`).
     let wildcard: RuleNode?
     let wildcardName: String?
@@ -24,7 +24,7 @@ final class RuleNode: Sendable {
 
     init(
         rulePath: String, read: CompiledRule?, write: CompiledRule?, validate: CompiledRule?, indexOn: [String],
-        children: [String: RuleNode], wildcard: RuleNode?, wildcardName: String?
+        children: [JSONKey: RuleNode], wildcard: RuleNode?, wildcardName: String?
     ) {
         self.rulePath = rulePath
         self.read = read
@@ -38,10 +38,10 @@ final class RuleNode: Sendable {
             validate != nil || children.values.contains(where: \.hasValidateBelow) || wildcard?.hasValidateBelow == true
     }
 
-    /// The child that governs `key`: the named child wins over the wildcard.
+    /// The child that governs `key`: the named child wins over the wildcard. Keys compare by exact bytes.
     @inline(__always)
     func child(for key: String) -> (node: RuleNode, isWildcard: Bool)? {
-        if let named = children[key] { return (named, false) }
+        if let named = children[JSONKey(key)] { return (named, false) }
         if let wildcard { return (wildcard, true) }
         return nil
     }

@@ -39,7 +39,7 @@ struct RulesLoader {
         var write: CompiledRule?
         var validate: CompiledRule?
         var indexOn: [String] = []
-        var children: [String: RuleNode] = [:]
+        var children: [JSONKey: RuleNode] = [:]
         var wildcard: RuleNode?
         var wildcardName: String?
         let rulePath = keys.isEmpty ? "/" : "/" + keys.joined(separator: "/")
@@ -73,7 +73,7 @@ struct RulesLoader {
                 wildcardName = key
                 wildcard = node(member.value, keys: keys + [key], captures: captures + [key], documentPath: path)
             } else {
-                children[key] = node(member.value, keys: keys + [key], captures: captures, documentPath: path)
+                children[JSONKey(key)] = node(member.value, keys: keys + [key], captures: captures, documentPath: path)
             }
         }
         return RuleNode(
