@@ -39,7 +39,7 @@ struct RulesLoader {
         var write: CompiledRule?
         var validate: CompiledRule?
         var indexOn: [String] = []
-        var children: [JSONKey: RuleNode] = [:]
+        var children: [String: RuleNode] = [:]
         var wildcard: RuleNode?
         var wildcardName: String?
         let rulePath = keys.isEmpty ? "/" : "/" + keys.joined(separator: "/")
@@ -73,11 +73,15 @@ struct RulesLoader {
                 wildcardName = key
                 wildcard = node(member.value, keys: keys + [key], captures: captures + [key], documentPath: path)
             } else {
-                children[JSONKey(key)] = node(member.value, keys: keys + [key], captures: captures, documentPath: path)
+                if children[key] != nil {
+                    errors.append(RulesError(path: path, reason: "key duplicates a canonically equivalent sibling"))
+                    continue
+                }
+                children[key] = node(member.value, keys: keys + [key], captures: captures, documentPath: path)
             }
         }
         return RuleNode(
-            rulePath: rulePath, read: read, write: write, validate: validate, indexOn: indexOn, children: children,
+            key: keys.last ?? "", rulePath: rulePath, read: read, write: write, validate: validate, indexOn: indexOn, children: children,
             wildcard: wildcard, wildcardName: wildcardName)
     }
 
