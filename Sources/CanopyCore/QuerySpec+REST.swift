@@ -65,6 +65,11 @@ extension QuerySpec {
         if endAt != nil && endBefore != nil { throw QueryError(.conflicting(Param.endAt, Param.endBefore)) }
         if let start = startAt ?? startAfter { query.start = start }
         if let end = endAt ?? endBefore { query.end = end }
+        if query.index == .key {
+            // The key index ignores names; keep them canonical so equal queries compare equal.
+            query.start?.name = .min
+            query.end?.name = .max
+        }
 
         let first = try parseLimit(params[Param.limitToFirst], Param.limitToFirst)
         let last = try parseLimit(params[Param.limitToLast], Param.limitToLast)

@@ -19,6 +19,8 @@ public final class Credentials: Sendable {
     let adminCredential: String
     let signingSecret: [UInt8]
     let verifier: TokenVerifier
+    /// Emulator mode only: reads unsigned mock tokens, ignoring their times (see `identify(credential:namespace:)`).
+    let mockTokenReader: TokenVerifier?
     let emulator: Bool
 
     public init(configuration: ServerConfiguration) throws {
@@ -38,6 +40,8 @@ public final class Credentials: Sendable {
         }
         emulator = configuration.emulator
         verifier = TokenVerifier(keys: keys, clock: configuration.clock, allowUnsigned: configuration.emulator)
+        mockTokenReader =
+            configuration.emulator ? TokenVerifier(keys: [], clock: EpochClock(), allowUnsigned: true) : nil
     }
 
     /// Signs a token with the daemon's secret (used by tests and `canopy token mint` against a data directory).
@@ -88,6 +92,14 @@ public final class Credentials: Sendable {
         do {
             token = try verifier.verify(credential)
         } catch {
+            // The JS SDK's emulator mock tokens (alg "none") carry times relative to 0 (`iat: 0, exp: 3600`);
+            // the Firebase emulator accepts them regardless, so emulator mode does too, and never expires them.
+            if let mock = try? mockTokenReader?.verify(credential), mock.algorithm == nil {
+                guard mock.allows(namespace: namespace) else {
+                    throw CredentialError(message: "This token is not valid for namespace '\(namespace)'.")
+                }
+                return .user(auth: mock.rulesAuth, expiresAt: nil)
+            }
             throw CredentialError(message: "Could not parse auth token: \(error.userMessage)")
         }
         guard token.allows(namespace: namespace) else {
@@ -125,3 +137,8 @@ func readTextFile(_ path: String) throws -> String {
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// A clock stuck at the Unix epoch (for reading emulator mock tokens, whose times start at 0).
+struct EpochClock: WallClock {
+    func nowMilliseconds() -> Int64 { 0 }
+}

@@ -17,12 +17,8 @@ final class ListenGroup {
     let query: QuerySpec?
     let key: String
     var sse: [EventStream] = []
-    #if CANOPY_WEBSOCKET
     var wire: [WireListen] = []
     var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
-    #else
-    var isEmpty: Bool { sse.isEmpty }
-    #endif
 
     init(namespace: Namespace, path: Path, query: QuerySpec?, key: String) {
         self.namespace = namespace

@@ -28,6 +28,12 @@ public final class NamespaceRegistry {
             } catch {
                 throw CredentialError(message: "rules file '\(file)' is invalid: \(error.userMessage)")
             }
+        } else if configuration.emulator {
+            // The Firebase RTDB emulator starts every namespace with open rules ({".read": true, ".write": true};
+            // firebase-tools #2483) and the JS SDK's useEmulator() sends no credential at all, so emulator mode
+            // does the same. Without --emulator, no rules means admin-only (secure by default).
+            let open = #"{"rules": {".read": true, ".write": true}}"#
+            defaultRules = (RulesPolicy(rules: try CompiledRules.compile(source: open)), open)
         } else {
             defaultRules = (AdminOnlyPolicy(), nil)
         }
@@ -54,6 +60,11 @@ public final class NamespaceRegistry {
         onOpen?(namespace)
         return namespace
     }
+
+    /// The policy of namespaces that have no rules of their own (and of reads of namespaces with no data).
+    var defaultPolicy: any AccessPolicy { defaultRules.policy }
+    /// The rules text `GET /.settings/rules.json` shows for such namespaces.
+    var defaultRulesSource: String { defaultRules.source ?? #"{"rules": {".read": false, ".write": false}}"# }
 
     /// Every namespace currently open.
     public var openNamespaces: [Namespace] { Array(open.values) }

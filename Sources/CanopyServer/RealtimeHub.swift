@@ -10,9 +10,7 @@ final class RealtimeHub: RealtimeService {
     private var trees: [ObjectIdentifier: ListenerTree<ListenGroup>] = [:]
     /// Groups by namespace, location and query, so equal subscriptions share serialization.
     private var groupsByKey: [String: ListenGroup] = [:]
-    #if CANOPY_WEBSOCKET
-        private var sessions: [ObjectIdentifier: WireSession] = [:]
-    #endif
+    private var sessions: [ObjectIdentifier: WireSession] = [:]
     private let logger = Logger(label: "canopy.realtime")
     /// Interval between SSE keep-alive events.
     var keepAliveMilliseconds: Int64 = 30_000
@@ -35,7 +33,6 @@ final class RealtimeHub: RealtimeService {
     func handles(_ request: HTTPRequest) -> Bool { request.path == "/.ws" }
 
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
-        #if CANOPY_WEBSOCKET
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
         let handler = RESTHandler(context: context)
@@ -56,16 +53,11 @@ final class RealtimeHub: RealtimeService {
         let session = WireSession(hub: self, namespace: namespace, socket: socket)
         sessions[ObjectIdentifier(session)] = session
         session.start(host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
-        #else
-        responder.respond(.error(RESTError(404, "The WebSocket transport is not available.")))
-        #endif
     }
 
-    #if CANOPY_WEBSOCKET
     func sessionClosed(_ session: WireSession) {
         sessions[ObjectIdentifier(session)] = nil
     }
-    #endif
 
     // MARK: - SSE
 
@@ -179,12 +171,10 @@ final class RealtimeHub: RealtimeService {
                     let bytes = group.sseBytes(updates)
                     for subscriber in group.sse { subscriber.stream.send(bytes) }
                 }
-                #if CANOPY_WEBSOCKET
                 if !group.wire.isEmpty {
                     let messages = WireSession.dataMessagePrefixes(updates)
                     for listen in group.wire { listen.session?.push(messages, tag: listen.tag) }
                 }
-                #endif
             }
         }
     }
@@ -199,9 +189,7 @@ final class RealtimeHub: RealtimeService {
                 close(subscriber)
             }
         }
-        #if CANOPY_WEBSOCKET
         for session in sessions.values where session.namespace === namespace { session.recheckListens() }
-        #endif
     }
 }
 

@@ -29,8 +29,8 @@ final class ServerContext {
         self.configuration = configuration
         self.credentials = credentials
         self.registry = registry
-        self.defaultPolicy = AdminOnlyPolicy()
-        self.defaultRulesSource = #"{"rules": {".read": false, ".write": false}}"#
+        self.defaultPolicy = registry.defaultPolicy
+        self.defaultRulesSource = registry.defaultRulesSource
     }
 
     /// The namespace, or nil when it does not exist and `create` is false. Bad names are a 400.

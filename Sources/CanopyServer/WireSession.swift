@@ -6,7 +6,6 @@
 // piece count followed by the pieces. A connection's requests are handled strictly in order: writes and reads
 // wait for durability through their namespace, and replies are sent in request order.
 
-#if CANOPY_WEBSOCKET
 import CanopyCore
 import CanopyNet
 
@@ -109,6 +108,7 @@ final class WireSession {
     }
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
+        logger.trace("wire.request", ["action": action, "r": r.map(String.init) ?? "-", "path": body["p"]?.stringValue ?? "-"])
         switch action {
         case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
         case "auth", "gauth": authenticate(r, body)
@@ -217,7 +217,8 @@ final class WireSession {
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
                 self.push(Self.dataMessagePrefixes([(path, value)]), tag: tag)
             }
-            self.reply(r, "ok", [:])
+            let unindexed = self.namespace.policy.isUnindexed(query, at: path)
+            self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
         }
     }
 
@@ -299,7 +300,7 @@ final class WireSession {
                 self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The update could not be stored.")
             }
         } catch {
-            reply(r, "failure", "\(error)")
+            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
         }
     }
 
@@ -353,7 +354,7 @@ final class WireSession {
                 return
             }
         } catch {
-            reply(r, "failure", "\(error)")
+            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
             return
         }
         onDisconnect.append(DisconnectOperation(kind: kind, path: path, data: data, identity: identity))
@@ -418,6 +419,10 @@ final class WireSession {
         }
     }
 
+    private func reply(_ r: Int64?, _ status: String, _ message: String) {
+        reply(r, status, .string(message))
+    }
+
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
         guard let r else { return }
         send(["t": "d", "d": ["r": .int(r), "b": ["s": .string(status), "d": data]]])
@@ -480,4 +485,3 @@ final class WireSession {
         return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
     }
 }
-#endif

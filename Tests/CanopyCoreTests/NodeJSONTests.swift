@@ -127,4 +127,51 @@ import Testing
         let n = try node(obj(("i", .int(42)), ("d", .double(0.5))))
         #expect(render(n.json()) == "{\"d\":0.5d,\"i\":42}")
     }
+
+    /// A random JSON value mixing valid and invalid keys, metadata members, arrays and odd numbers.
+    static func randomJSON(_ rng: inout SeededGenerator, depth: Int) -> JSONValue {
+        let keys = ["a", "b", "1", "10", "-1", "é", ".priority", ".value", ".sv", "x.y", "", "ok key"]
+        switch Int.random(in: 0..<(depth > 5 ? 6 : 9), using: &rng) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &rng))
+        case 2: return .int(Int64.random(in: -5...5, using: &rng))
+        case 3: return .double([0.5, -0.0, .nan, .infinity, 1e300][Int.random(in: 0..<5, using: &rng)])
+        case 4: return .string(["", "s", "é"].randomElement(using: &rng)!)
+        case 5: return .int(Int64.random(in: 0...100, using: &rng))
+        case 6, 7:
+            var members: [JSONMember] = []
+            var used = Set<JSONKey>()
+            for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                let key = keys.randomElement(using: &rng)!
+                guard used.insert(JSONKey(key)).inserted else { continue }
+                members.append(JSONMember(key, randomJSON(&rng, depth: depth + 1)))
+            }
+            return .object(members)
+        default:
+            return .array((0..<Int.random(in: 0...3, using: &rng)).map { _ in randomJSON(&rng, depth: depth + 1) })
+        }
+    }
+
+    @Test func randomInputEitherFailsCleanlyOrRoundTrips() {
+        var rng = SeededGenerator(seed: 31)
+        var accepted = 0
+        for _ in 0..<3000 {
+            let json = Self.randomJSON(&rng, depth: 0)
+            guard let node = try? Node.from(json: json) else { continue }
+            accepted += 1
+            // Export form keeps everything; plain form keeps everything but priorities.
+            #expect((try? Node.from(json: node.json(export: true))) == node, "\(json)")
+            #expect((try? Node.from(json: node.json())) == node.strippingPriorities(), "\(json)")
+            #expect(node.etag == (node.isEmpty ? "null_etag" : node.hash))
+        }
+        #expect(accepted > 300)
+    }
+}
+
+extension Node {
+    /// The same tree without any priority (what plain JSON output can express).
+    func strippingPriorities() -> Node {
+        if isLeaf { return Node(leaf: value!) }
+        return Node(children: children.map { (key: $0.key, node: $0.node.strippingPriorities()) })
+    }
 }

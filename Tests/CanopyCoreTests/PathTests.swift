@@ -89,4 +89,15 @@ import Testing
         #expect(Set([composed, decomposed, Path(segments: ["é"])]).count == 2)
         #expect(!Path(segments: ["é"]).isAncestorOrSelf(of: Path(segments: ["e\u{301}", "x"])))
     }
+
+    @Test func randomStringsParseOrFailCleanly() throws {
+        var rng = SeededGenerator(seed: 3)
+        let pieces = ["a", "/", "//", ".", "$", "é", "\u{0}", ".priority", "1", "[", " ", "😀"]
+        for _ in 0..<3000 {
+            let text = (0..<Int.random(in: 0...8, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
+            guard let path = try? Path(parsing: text, allowPriorityLeaf: true) else { continue }
+            #expect(path.segments.allSatisfy { Key.isValid($0) || $0 == ".priority" })
+            #expect(try Path(parsing: path.description, allowPriorityLeaf: true) == path)
+        }
+    }
 }

@@ -300,6 +300,27 @@ import Testing
             }
         }
     }
+
+    @Test func randomRESTParametersParseOrFailCleanly() throws {
+        var rng = SeededGenerator(seed: 8)
+        let names = [
+            "orderBy", "startAt", "endAt", "equalTo", "startAfter", "endBefore", "limitToFirst", "limitToLast",
+        ]
+        let values = [
+            "\"$key\"", "\"$value\"", "\"h\"", "1", "-1", "\"a\"", "\"a\",\"b\"", "1,\"k\"", "null", "true", "[",
+            "\"", ",", "1,", "\"a,", "2.5", "{}", "\"\\\"\",\"k\"",
+        ]
+        for _ in 0..<3000 {
+            var params: [String: String] = [:]
+            for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                params[names.randomElement(using: &rng)!] = values.randomElement(using: &rng)!
+            }
+            guard let spec = try? QuerySpec.fromREST(params) else { continue }
+            // Whatever parses must survive the wire encoding and evaluate without trapping.
+            #expect(try QuerySpec.fromWire(spec.wireObject()) == spec, "\(params) -> \(spec.wireObject())")
+            _ = spec.window(of: Self.dinosaurs)
+        }
+    }
 }
 
 extension JSONValue {

@@ -149,3 +149,34 @@ func rulesFile(_ name: String) -> String {
         }
     }
 }
+
+/// Emulator mode follows the real Firebase emulator where it differs from our secure default.
+@Suite struct EmulatorModeTests {
+    @Test func emulatorNamespacesStartWithOpenRulesLikeFirebase() throws {
+        try withServer(configure: { $0.emulator = true }) { server in
+            let c = server.client()
+            #expect(try c.json("PUT", "/a.json?ns=open", "1").status == 200)
+            #expect(try c.json("GET", "/a.json?ns=open").json == 1)
+            let rules = try c.json("GET", "/.settings/rules.json?ns=open", headers: [("Authorization", "Bearer owner")])
+            #expect(rules.json == ["rules": [".read": true, ".write": true]])
+        }
+    }
+
+    /// The JS SDK's `mockUserToken` is unsigned and dated from 0 (`iat: 0, exp: 3600`); the emulator accepts it.
+    @Test func unsignedMockTokensWorkOnlyInEmulatorMode() throws {
+        func b64(_ s: String) -> String { Base64.encode(Array(s.utf8), url: true, padding: false) }
+        let mock = b64(#"{"alg":"none","type":"JWT"}"#) + "." + b64(#"{"iat":0,"exp":3600,"sub":"alice","user_id":"alice"}"#) + "."
+        let rules = #"{"rules":{"users":{"$uid":{".read":"auth != null && auth.uid == $uid"}}}}"#
+        for emulator in [true, false] {
+            try withServer(configure: { $0.emulator = emulator }) { server in
+                let c = server.client()
+                let admin = [("Authorization", "Bearer \(server.admin)")]
+                #expect(try c.json("PUT", "/.settings/rules.json?ns=m", rules, headers: admin).status == 200)
+                #expect(try c.json("PUT", "/users/alice.json?ns=m", "1", headers: admin).status == 200)
+                let r = try c.json("GET", "/users/alice.json?ns=m&auth=\(mock)")
+                #expect(r.status == (emulator ? 200 : 401))
+                #expect(try c.json("GET", "/users/bob.json?ns=m&auth=\(mock)").status == 401)
+            }
+        }
+    }
+}

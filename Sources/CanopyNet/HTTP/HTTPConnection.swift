@@ -254,6 +254,7 @@ final class HTTPConnection {
             case .upgrade(let upgraded, let responseBytes):
                 pipeline.removeFirst()
                 output.append(contentsOf: responseBytes)
+                upgraded.switched(into: &output)
                 abandonPipeline()
                 isUpgrading = false
                 webSocket = upgraded

@@ -28,6 +28,9 @@ public final class WebSocketConnection {
     public var onClose: (() -> Void)?
     /// True once a close frame was sent or received, or the socket is gone.
     public private(set) var isClosed = false
+    /// Whether the 101 response has gone into the connection's output (see `switched(into:)`).
+    private var isSwitched = false
+    private var framesBeforeSwitch: [UInt8] = []
     /// The status code in the peer's close frame, if it sent one.
     public private(set) var peerCloseCode: UInt16?
     /// The peer as `address:port`.
@@ -111,7 +114,19 @@ public final class WebSocketConnection {
     private func sendFrame(_ opcode: WebSocketOpcode, payload: some Collection<UInt8>) {
         guard !isClosed, let connection, !connection.isClosed else { return }
         connection.loop.assertInLoop()
+        guard isSwitched else {
+            // The 101 response is still queued behind earlier responses: frames must not overtake it.
+            WebSocketFrameEncoder.encode(opcode, payload: payload, into: &framesBeforeSwitch)
+            return
+        }
         connection.appendOutput { out in WebSocketFrameEncoder.encode(opcode, payload: payload, into: &out) }
+    }
+
+    /// Called once the `101 Switching Protocols` response was written: frames sent earlier follow it now.
+    func switched(into output: inout [UInt8]) {
+        isSwitched = true
+        output.append(contentsOf: framesBeforeSwitch)
+        framesBeforeSwitch = []
     }
 
     private func finish(notify: Bool) {

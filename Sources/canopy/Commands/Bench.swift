@@ -16,6 +16,8 @@ struct BenchCommand: Command {
           and with --clients concurrent connections (default 16), at two database sizes; then runs the same
           workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
         canopy bench rules [--iterations <n>]
+        canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>]
+        canopy bench publish [--items <n>] [--attendees <n>] [--sockets <n>]
         """
 
     var kind: String
@@ -23,12 +25,22 @@ struct BenchCommand: Command {
     var clients = 16
     var synchronousFull = true
     var iterations = 200_000
+    var fanout: FanoutBenchmark?
+    var publish: PublishBenchmark?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        guard let kind = arguments.nextPositional(), ["write", "rules"].contains(kind) else {
-            throw UsageError(message: "expected 'canopy bench write' or 'canopy bench rules'")
+        guard let kind = arguments.nextPositional(), ["write", "rules", "fanout", "publish"].contains(kind) else {
+            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish'")
         }
         self.kind = kind
+        if kind == "fanout" {
+            fanout = try FanoutBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "publish" {
+            publish = try PublishBenchmark(parsing: &arguments)
+            return
+        }
         while let option = try arguments.nextOption() {
             switch option {
             case "--writes": writes = try arguments.int(for: option, in: 16...10_000_000)
@@ -51,6 +63,8 @@ struct BenchCommand: Command {
         #endif
         switch kind {
         case "write": try writeBenchmark()
+        case "fanout": try fanout?.run()
+        case "publish": try publish?.run()
         default: try RulesBenchmark(iterations: iterations).run()
         }
     }
