@@ -54,10 +54,40 @@ public final class NodeBuilder {
     private final class Slot {
         var leaf: JSONValue?
         var priority: JSONValue?
-        var children: [JSONKey: Slot] = [:]
+        /// Children in arrival order (usually close to key order, which makes the final sort cheap).
+        var keys: [String] = []
+        var slots: [Slot] = []
+        /// Exact-byte index over `keys`, built once a slot has more than `linearLimit` children.
+        var index: [JSONKey: Int]?
+
+        static let linearLimit = 8
+
+        /// The child slot for `key`, created when missing.
+        func child(_ key: String) -> Slot {
+            if let index {
+                if let i = index[JSONKey(key)] { return slots[i] }
+            } else {
+                for i in keys.indices.reversed() where sameKey(keys[i], key) { return slots[i] }
+            }
+            let slot = Slot()
+            keys.append(key)
+            slots.append(slot)
+            if index != nil {
+                index![JSONKey(key)] = keys.count - 1
+            } else if keys.count > Slot.linearLimit {
+                var built: [JSONKey: Int] = [:]
+                for (i, k) in keys.enumerated() { built[JSONKey(k)] = i }
+                index = built
+            }
+            return slot
+        }
     }
 
     private let root = Slot()
+    /// The path of the previous record and the slots along it (root first): records read back from storage
+    /// arrive grouped by prefix, so most lookups reuse a shared prefix instead of hashing every segment.
+    private var lastPath: [String] = []
+    private var lastSlots: [Slot] = []
 
     /// Creates an empty builder.
     public init() {}
@@ -91,16 +121,20 @@ public final class NodeBuilder {
 
     private func slot(at path: [String]) throws(DataError) -> Slot {
         guard path.count <= Path.maxDepth else { throw DataError(.tooDeep, at: Path(segments: path)) }
-        var slot = root
-        for (i, key) in path.enumerated() {
+        var shared = 0
+        while shared < path.count && shared < lastPath.count && sameKey(path[shared], lastPath[shared]) {
+            shared += 1
+        }
+        if lastSlots.isEmpty { lastSlots = [root] }
+        lastSlots.removeLast(lastSlots.count - 1 - shared)
+        lastPath.removeLast(lastPath.count - shared)
+        var slot = lastSlots[shared]
+        for i in shared..<path.count {
+            let key = path[i]
             guard Key.isValid(key) else { throw DataError(.invalidKey, at: Path(segments: Array(path[..<i]))) }
-            if let next = slot.children[JSONKey(key)] {
-                slot = next
-            } else {
-                let next = Slot()
-                slot.children[JSONKey(key)] = next
-                slot = next
-            }
+            slot = slot.child(key)
+            lastPath.append(key)
+            lastSlots.append(slot)
         }
         return slot
     }
@@ -116,10 +150,10 @@ public final class NodeBuilder {
 
     private static func build(_ slot: Slot) -> Node {
         var list: [(key: String, node: Node)] = []
-        list.reserveCapacity(slot.children.count)
-        for (key, child) in slot.children {
+        list.reserveCapacity(slot.keys.count)
+        for (key, child) in zip(slot.keys, slot.slots) {
             let node = build(child)
-            if !node.isEmpty { list.append((key.string, node)) }
+            if !node.isEmpty { list.append((key, node)) }
         }
         if !list.isEmpty {
             list.sort { compareKeys($0.key, $1.key) < 0 }

@@ -96,29 +96,32 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     public func makeIterator() -> Iterator {
         switch storage {
-        case .flat(let list): Iterator(chunks: [list])
-        case .chunked(let c): Iterator(chunks: c.chunks)
+        case .flat(let list): Iterator(current: list, rest: [])
+        case .chunked(let c): Iterator(current: c.chunks[0], rest: c.chunks)
         }
     }
 
-    /// Walks the chunks in order without per-element searches.
+    /// Walks the chunks in order without per-element searches (and without allocating for flat lists).
     public struct Iterator: IteratorProtocol {
-        let chunks: [[Element]]
+        var current: [Element]
+        let rest: [[Element]]
         var chunk = 0
         var position = 0
 
-        init(chunks: [[Element]]) { self.chunks = chunks }
+        init(current: [Element], rest: [[Element]]) {
+            self.current = current
+            self.rest = rest
+        }
 
         public mutating func next() -> Element? {
-            while chunk < chunks.count {
-                if position < chunks[chunk].count {
-                    defer { position += 1 }
-                    return chunks[chunk][position]
-                }
+            while position == current.count {
                 chunk += 1
+                guard chunk < rest.count else { return nil }
+                current = rest[chunk]
                 position = 0
             }
-            return nil
+            defer { position += 1 }
+            return current[position]
         }
     }
 

@@ -37,6 +37,25 @@ public struct AccessDecision: Sendable {
 /// Decides whether an operation may proceed.
 public protocol AccessPolicy: Sendable {
     func decide(_ request: AccessRequest) -> AccessDecision
+    /// The `.indexOn` keys declared for the children of `path`; nil when the policy declares no indexes.
+    func indexes(at path: Path) -> [String]?
+}
+
+extension AccessPolicy {
+    public func indexes(at path: Path) -> [String]? { nil }
+
+    /// Whether a query orders by a child or value that `.indexOn` does not declare at `path`.
+    ///
+    /// Firebase answers such REST queries with 400 ("Index not defined"); the emulator and the SDKs only warn
+    /// (listens get `{"w": ["no_index"]}`). Canopy runs them anyway and reports them, like the emulator.
+    public func isUnindexed(_ query: QuerySpec?, at path: Path) -> Bool {
+        guard let query, let declared = indexes(at: path) else { return false }
+        switch query.index {
+        case .child(let child): return !declared.contains(child.segments.joined(separator: "/"))
+        case .value: return !declared.contains(".value")
+        case .key, .priority: return false
+        }
+    }
 }
 
 /// Secure by default: the admin credential may do everything; everyone else is denied.

@@ -24,6 +24,11 @@ extension RESTHandler {
         let namespace = try context.namespace(request.namespaceName, create: false)
         let root = namespace?.root ?? .empty
         try authorize(request, .read(query: query), namespace: namespace, oldRoot: root, newRoot: nil)
+        if (namespace?.policy ?? context.defaultPolicy).isUnindexed(query, at: request.path) {
+            Logger(label: "canopy.rules").warning(
+                "query.unindexed", ["ns": request.namespaceName, "path": request.path.description,
+                "hint": "add .indexOn for this key to the rules"])
+        }
         let node = root.node(at: request.path)
         let respond = { [request] in
             var headers: [(String, String)] = []

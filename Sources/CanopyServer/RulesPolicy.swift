@@ -30,6 +30,8 @@ public struct RulesPolicy: AccessPolicy {
         }
         return AccessDecision(allowed: decision.allowed, reason: decision.reason)
     }
+
+    public func indexes(at path: Path) -> [String]? { rules.indexOn(at: path.segments) }
 }
 
 extension RuleQuery {

@@ -217,7 +217,8 @@ final class WireSession {
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
                 self.push(Self.dataMessagePrefixes([(path, value)]), tag: tag)
             }
-            self.reply(r, "ok", [:])
+            let unindexed = self.namespace.policy.isUnindexed(query, at: path)
+            self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
         }
     }
 

@@ -1,10 +1,158 @@
 // PublishBenchmark -- `canopy bench publish`: one atomic publish vs the seed design's eight writes.
+//
+// Runs a real daemon as a child process, subscribes attendee sockets to their user, tier and public content,
+// publishes revision 0 of a generated event (setup), then measures revision 0 → 1 as ONE `POST
+// /.canopy/publish` and revision 1 → 0 as the seed design's eight client-side writes, against the same server
+// and subscribers. Both transitions change the same locations, so the rows are comparable.
 
-/// Placeholder: parses its options; the benchmark itself is not written yet.
+import CanopyCore
+import CanopyPublish
+import Foundation
+
+/// `canopy bench publish [--items N] [--attendees N] [--tiers N] [--groups N] [--sockets N] [--seed N]`.
 struct PublishBenchmark {
+    var shape = PublishBenchShape()
+    var sockets = 1000
+    var seed: UInt64 = 2026
+
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        while let option = try arguments.nextOption() { throw .unknownOption(option, command: "bench publish") }
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--items": shape.items = try arguments.int(for: option, in: 1...100_000)
+            case "--attendees": shape.attendees = try arguments.int(for: option, in: 1...1_000_000)
+            case "--tiers": shape.tiers = try arguments.int(for: option, in: 1...10_000)
+            case "--groups": shape.groups = try arguments.int(for: option, in: 1...10_000)
+            case "--sockets": sockets = try arguments.int(for: option, in: 1...20_000)
+            case "--seed": seed = UInt64(try arguments.int(for: option))
+            default: throw .unknownOption(option, command: "bench publish")
+            }
+        }
+        sockets = min(sockets, shape.attendees)
     }
 
-    func run() throws { throw CommandFailure("canopy bench publish is not implemented yet") }
+    /// One measured row.
+    struct Row {
+        var name: String
+        var writes: Int
+        var commitMilliseconds: Double
+        var deliveredMilliseconds: Double?
+        var observation: PublishBenchObservation
+    }
+
+    func run() throws {
+        let event = PublishBenchEvent(shape: shape, seed: seed)
+        let contents = [event.pendingContent(revision: 0), event.pendingContent(revision: 1)]
+        let fans = try contents.map { try Self.fanOut($0) }
+        let expected = fans.map(Self.expectedLocations)
+        print(
+            """
+            canopy bench publish: \(shape.items) items (one textCSV with \(shape.attendees) rows), \
+            \(shape.attendees) attendees, \(shape.tiers) tiers, \(shape.groups) groups; \
+            \(sockets) sockets x 3 listens (user, tier, public content); seed \(seed)
+            fan-out: \(fans[0].locationCount) locations (\(fans[0].users.count) users, \(fans[0].tiers.count) tiers, \
+            public \(fans[0].publicContent.count) items); pendingContent \(contents[0].serialized().utf8.count) bytes
+            """)
+
+        let server = try PublishBenchServer(namespace: "bench-publish")
+        defer { server.stop() }
+        let paths = (0..<sockets).map { i -> [Path] in
+            let attendee = i * shape.attendees / sockets
+            return [
+                PublishLayout.userContent(event.attendeeID(attendee)),
+                PublishLayout.tierContent(event.tier(ofAttendee: attendee)), PublishLayout.publicContent,
+            ]
+        }
+        let subscribers = try PublishBenchSubscribers(
+            port: server.port, namespace: server.namespace, credential: server.adminCredential, paths: paths)
+        defer { subscribers.close() }
+        let connectStart = benchNow()
+        try subscribers.connect()
+        print("subscribed \(sockets) sockets in \(Int(Self.milliseconds(benchNow() - connectStart))) ms")
+
+        // Setup (not measured): publish revision 0 atomically and wait until every subscriber holds it.
+        try server.put(PublishLayout.pendingContent, contents[0])
+        subscribers.begin(expected: Self.lookup(expected[0]))
+        try server.request("POST", "/.canopy/publish")
+        guard subscribers.settle(timeoutSeconds: 180) else {
+            throw CommandFailure("setup publish: subscribers did not converge (\(subscribers.observation().unmatchedListens) listens differ)")
+        }
+
+        // Atomic: revision 0 → 1 in one POST.
+        try server.put(PublishLayout.pendingContent, contents[1])
+        let atomic = try measure("atomic publish", writes: 1, expected: expected[1], subscribers) {
+            try server.request("POST", "/.canopy/publish")
+        }
+
+        // Seed design: revision 1 → 0 as eight separate writes computed client-side.
+        try server.put(PublishLayout.pendingContent, contents[0])
+        let replay = try measure("8-write replay", writes: 8, expected: expected[0], subscribers) {
+            try Self.replaySeedWrites(fans[0], content: contents[0], server)
+        }
+        PublishBenchReport.print([atomic, replay])
+    }
+
+    /// Runs `body` (the writes) and waits until every subscriber converged.
+    private func measure(
+        _ name: String, writes: Int, expected: [Path: Node], _ subscribers: PublishBenchSubscribers,
+        _ body: () throws -> Void
+    ) throws -> Row {
+        subscribers.begin(expected: Self.lookup(expected))
+        let start = benchNow()
+        try body()
+        let committed = benchNow()
+        let settled = subscribers.settle(timeoutSeconds: 180)
+        let observation = subscribers.observation()
+        if !settled { print("warning: \(name): \(observation.unmatchedListens) listens did not converge in 180 s") }
+        return Row(
+            name: name, writes: writes, commitMilliseconds: Self.milliseconds(committed - start),
+            deliveredMilliseconds: observation.lastMatchNanoseconds.map { Self.milliseconds($0 &- start) },
+            observation: observation)
+    }
+
+    /// The seed design's publish: wipe public, users and tiers, copy the fan-out to each, set content and time.
+    static func replaySeedWrites(_ fan: FanOut, content: JSONValue, _ server: PublishBenchServer) throws {
+        try server.put(PublishLayout.publicContent, .null)
+        try server.put(PublishLayout.users, .null)
+        try server.put(PublishLayout.tiers, .null)
+        var users: [JSONMember] = []
+        var tiers: [JSONMember] = []
+        var publicContent = JSONValue.null
+        for (path, node) in fan.locations() {
+            if path == PublishLayout.publicContent {
+                publicContent = node.json()
+            } else if let relative = path.relative(to: PublishLayout.users) {
+                users.append(JSONMember(relative.relativeDescription, node.json()))
+            } else if let relative = path.relative(to: PublishLayout.tiers) {
+                tiers.append(JSONMember(relative.relativeDescription, node.json()))
+            }
+        }
+        try server.put(PublishLayout.publicContent, publicContent)
+        try server.patch(PublishLayout.users, .object(users))
+        try server.patch(PublishLayout.tiers, .object(tiers))
+        try server.put(PublishLayout.content, content)
+        try server.put(PublishLayout.lastPublishedAt, [".sv": "timestamp"])
+    }
+
+    static func fanOut(_ content: JSONValue) throws -> FanOut {
+        do {
+            return try PublishEngine.fanOut(pending: try Node.from(json: content), settings: PublishSettings())
+        } catch let error as any CanopyError {
+            throw CommandFailure("generated event is invalid: \(error.userMessage)")
+        }
+    }
+
+    /// Each derived location's content as a subscriber receives it (through a JSON round trip).
+    static func expectedLocations(_ fan: FanOut) -> [Path: Node] {
+        var out: [Path: Node] = [:]
+        for (path, node) in fan.locations() {
+            out[path] = (try? Node.from(json: JSONValue.parse(node.json(export: true).serialized()))) ?? node
+        }
+        return out
+    }
+
+    static func lookup(_ locations: [Path: Node]) -> @Sendable (Path) -> Node {
+        { locations[$0] ?? .empty }
+    }
+
+    static func milliseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e6 }
 }

@@ -48,6 +48,9 @@ import Testing
             }
             var all: [NodeRecord] = []
             tree.forEachRecord { all.append($0) }
+            let inOrder = NodeBuilder()
+            for record in all { try inOrder.add(record) }
+            #expect(inOrder.build() == tree)
             all.shuffle(using: &rng)
             let builder = NodeBuilder()
             for record in all { try builder.add(record) }

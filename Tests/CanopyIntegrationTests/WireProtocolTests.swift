@@ -174,4 +174,20 @@ import Testing
             #expect(a.largestFrame.withLock { $0 } <= 16_384, "replies are cut into pieces of at most 16384 units")
         }
     }
+
+    /// Unindexed child queries still run; the `ok` carries the `no_index` warning the SDKs log.
+    @Test func unindexedQueriesWarn() throws {
+        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+            let a = try connect(server, "idx")
+            try authAsAdmin(a, server)
+            let w = a.request("p", ["p": "/public/admin/content", "d": ["x": ["order": 2, "title": "b"], "y": ["order": 1, "title": "a"]]])
+            #expect(a.reply(w)?["d"]?["b"]?["s"] == "ok")
+            var q = a.request("q", ["p": "/public/admin/content", "q": ["i": "order", "l": 1, "vf": "l"], "t": 1, "h": ""])
+            #expect(a.reply(q)?["d"]?["b"]?["d"] == [:])
+            #expect(a.push("d", path: "/public/admin/content")?["d"]?["b"]?["d"] == ["y": ["order": 1, "title": "a"]])
+            q = a.request("q", ["p": "/public/admin/content", "q": ["i": "title", "l": 1, "vf": "r"], "t": 2, "h": ""])
+            #expect(a.reply(q)?["d"]?["b"]?["d"] == ["w": ["no_index"]])
+            #expect(a.push("d", path: "/public/admin/content")?["d"]?["b"]?["d"] == ["x": ["order": 2, "title": "b"]])
+        }
+    }
 }

@@ -123,3 +123,25 @@ def test_bad_key_is_rejected_and_changes_nothing(app):
     with pytest.raises(exceptions.InvalidArgumentError):
         r.update({"ok": 2, "bad.key/x": 3})
     assert r.get() == {"k": 1}
+
+
+def test_listen_streams_initial_value_then_changes(app):
+    import queue
+    events = queue.Queue()
+    users = ref(app, "listened/users")
+    users.set({"a": {"name": "Ada"}})
+    registration = ref(app, "listened").listen(lambda event: events.put(event))
+    try:
+        first = events.get(timeout=10)
+        assert first.event_type == "put" and first.path == "/" and first.data == {"users": {"a": {"name": "Ada"}}}
+        pushed = users.push("")
+        second = events.get(timeout=10)
+        assert second.event_type == "put" and second.path == f"/users/{pushed.key}" and second.data == ""
+        users.child("a").update({"name": "Ada L."})
+        third = events.get(timeout=10)
+        assert third.event_type in ("put", "patch") and "Ada L." in str(third.data)
+    finally:
+        # close() returns once the listener thread wakes up; a write wakes it now instead of the 30 s keep-alive.
+        import threading
+        threading.Timer(0.3, lambda: users.child("wake").set(True)).start()
+        registration.close()

@@ -33,3 +33,23 @@ def test_pyrebase_without_credential_is_denied(server):
     except Exception as error:  # pyrebase raises requests.HTTPError
         raised = "401" in str(error) or "Permission denied" in str(error)
     assert raised
+
+
+def test_pyrebase_stream(server):
+    import queue
+    db = db_for(server)
+    token = server.admin
+    db.child("pystream").set({"n": 1}, token)
+    events = queue.Queue()
+    stream = db.child("pystream").stream(lambda message: events.put(message), token)
+    try:
+        first = events.get(timeout=10)
+        assert first["event"] == "put" and first["path"] == "/" and first["data"] == {"n": 1}
+        db.child("pystream").child("m").set({"x": 2}, token)
+        second = events.get(timeout=10)
+        assert second["path"] == "/m" and second["data"] == {"x": 2}
+    finally:
+        try:
+            stream.close()
+        except AttributeError:
+            pass  # pyrebase4 4.9.0's close() races its own reader thread (response already torn down)

@@ -1,0 +1,106 @@
+// PublishBenchServer -- the `canopy serve` child process a benchmark runs against, and REST calls to it.
+
+import CanopyCore
+import CanopyNet
+import Foundation
+
+/// A daemon started as a separate process on 127.0.0.1 with a fresh data directory; `stop()` ends it.
+final class PublishBenchServer {
+    let port: Int
+    let adminCredential: String
+    let namespace: String
+    private let process: Process
+    private let dataDirectory: String
+    private let client: HTTPClient
+
+    /// Raises RLIMIT_NOFILE, spawns `<this binary> serve --port 0`, and waits for its port and credential.
+    init(namespace: String) throws {
+        raiseOpenFileLimit()
+        self.namespace = namespace
+        dataDirectory = NSTemporaryDirectory() + "canopy-bench-publish-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executablePath())
+        process.arguments = ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        var collected = ""
+        var found = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            collected += String(decoding: data, as: UTF8.self)
+            if let range = collected.range(of: #"serving http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
+                found = Int(collected[range].split(separator: ":").last ?? "") ?? 0
+                break
+            }
+        }
+        guard found > 0,
+            let credential = try? String(contentsOfFile: dataDirectory + "/admin.credential", encoding: .utf8)
+        else {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+            throw CommandFailure("the benchmark daemon did not start: \(collected)")
+        }
+        port = found
+        adminCredential = credential.trimmingCharacters(in: .whitespacesAndNewlines)
+        client = HTTPClient(host: "127.0.0.1", port: found, timeoutSeconds: 300)
+    }
+
+    /// Terminates the child (SIGTERM, then SIGKILL after 5 s) and removes its data directory.
+    func stop() {
+        client.close()
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: dataDirectory)
+    }
+
+    /// One admin REST request; throws unless the status is 2xx.
+    @discardableResult
+    func request(_ method: String, _ target: String, body: JSONValue? = nil) throws -> HTTPClientResponse {
+        let separator = target.contains("?") ? "&" : "?"
+        let bytes = body.map { Array($0.serialized().utf8) } ?? []
+        let response = try client.request(
+            method, target + separator + "ns=" + namespace,
+            headers: [("Authorization", "Bearer \(adminCredential)"), ("Content-Type", "application/json")],
+            body: bytes)
+        guard (200..<300).contains(response.status) else {
+            throw CommandFailure("\(method) \(target) failed (\(response.status)): \(response.text.prefix(300))")
+        }
+        return response
+    }
+
+    /// `PUT /<path>.json`.
+    func put(_ path: Path, _ value: JSONValue) throws {
+        try request("PUT", path.description + ".json?print=silent", body: value)
+    }
+
+    /// `PATCH /<path>.json`.
+    func patch(_ path: Path, _ value: JSONValue) throws {
+        try request("PATCH", path.description + ".json?print=silent", body: value)
+    }
+
+    private static func executablePath() -> String {
+        if let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return link }
+        return CommandLine.arguments[0]
+    }
+}
+
+/// Raises this process's soft open-file limit to its hard limit (children inherit it).
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+    if limit.rlim_cur < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
