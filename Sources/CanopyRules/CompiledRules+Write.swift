@@ -24,12 +24,11 @@ extension CompiledRules {
         var captures: [String] = []
         var grantedBy: String?
         var firstError: String?
+        let operation = Operation(auth: auth, oldRoot: oldRoot, newRoot: newRoot, now: now, query: .plain)
         for depth in 0...path.count {
             guard let current = node else { break }
             let here = Array(path[0..<depth])
-            let evaluator = Evaluator(
-                auth: auth, oldRoot: oldRoot, newRoot: newRoot, path: here, captures: captures, now: now,
-                query: .plain)
+            let evaluator = Evaluator(operation: operation, path: here, captures: captures)
             if grantedBy == nil, let rule = current.write {
                 switch CompiledRules.evaluate(rule, evaluator) {
                 case .success(true): grantedBy = current.rulePath
@@ -45,9 +44,7 @@ extension CompiledRules {
             }
             guard depth < path.count else {
                 if grantedBy != nil, current.hasValidateBelow, newRoot.exists(at: path) {
-                    if let failure = validateSubtree(
-                        current, path: path, captures: captures, oldRoot: oldRoot, newRoot: newRoot, auth: auth,
-                        now: now)
+                    if let failure = validateSubtree(current, path: path, captures: captures, operation: operation)
                     {
                         return RuleDecision(allowed: false, reason: failure)
                     }
@@ -94,27 +91,21 @@ extension CompiledRules {
     }
 
     /// Runs `.validate` on every rule node matching an existing location strictly below `path`.
-    private func validateSubtree(
-        _ node: RuleNode, path: [String], captures: [String], oldRoot: some RuleDataTree, newRoot: some RuleDataTree,
-        auth: JSONValue, now: Int64
-    ) -> String? {
+    private func validateSubtree(_ node: RuleNode, path: [String], captures: [String], operation: Operation) -> String? {
+        guard let newRoot = operation.newRoot else { return nil }
         func visit(_ child: RuleNode, _ key: String, isWildcard: Bool) -> String? {
             let childPath = path + [key]
             let childCaptures = isWildcard ? captures + [key] : captures
             if let rule = child.validate {
-                let evaluator = Evaluator(
-                    auth: auth, oldRoot: oldRoot, newRoot: newRoot, path: childPath, captures: childCaptures,
-                    now: now, query: .plain)
+                let evaluator = Evaluator(operation: operation, path: childPath, captures: childCaptures)
                 if let failure = CompiledRules.validationFailure(rule, evaluator, child, childPath) { return failure }
             }
             guard !child.children.isEmpty || child.wildcard != nil else { return nil }
-            return validateSubtree(
-                child, path: childPath, captures: childCaptures, oldRoot: oldRoot, newRoot: newRoot, auth: auth,
-                now: now)
+            return validateSubtree(child, path: childPath, captures: childCaptures, operation: operation)
         }
         if node.wildcard == nil {
-            for (key, child) in node.children where child.hasValidateBelow && newRoot.exists(at: path + [key]) {
-                if let failure = visit(child, key, isWildcard: false) { return failure }
+            for child in node.children.values where child.hasValidateBelow && newRoot.exists(at: path + [child.key]) {
+                if let failure = visit(child, child.key, isWildcard: false) { return failure }
             }
             return nil
         }

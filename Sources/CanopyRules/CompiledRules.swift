@@ -87,14 +87,18 @@ public final class CompiledRules: Sendable {
         var node: RuleNode? = root
         var captures: [String] = []
         var firstError: String?
-        let query = query ?? .plain
+        let operation = Operation(auth: auth, oldRoot: data, newRoot: nil, now: now, query: query ?? .plain)
         for depth in 0...path.count {
             guard let current = node else { break }
             if let rule = current.read {
-                let evaluator = Evaluator(
-                    auth: auth, oldRoot: data, newRoot: nil, path: Array(path[0..<depth]), captures: captures,
-                    now: now, query: query)
-                switch CompiledRules.evaluate(rule, evaluator) {
+                let result: Result<Bool, EvaluationError>
+                switch rule {
+                case .constant(let b): result = .success(b)
+                case .expression(let e):
+                    let evaluator = Evaluator(operation: operation, path: Array(path[0..<depth]), captures: captures)
+                    result = evaluator.isGranted(e)
+                }
+                switch result {
                 case .success(true): return RuleDecision(allowed: true, reason: "granted by .read at \(current.rulePath)")
                 case .success(false): break
                 case .failure(let error):

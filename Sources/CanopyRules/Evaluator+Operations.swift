@@ -127,12 +127,20 @@ extension RuleValue {
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
         case (.number(let x), .number(let y)): return x == y
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return sameBytes(x, y)
         case (.json(let x), .json(let y)): return x == y
         case (.snapshot, _), (_, .snapshot), (.query, _), (_, .query):
             throw EvaluationError(location: at, reason: "cannot compare \(a.typeName) with \(b.typeName)")
         default: return false
         }
+    }
+
+    /// True if the two strings have identical UTF-8 bytes (Swift `==` would equate canonical equivalents).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a
+        var b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
     }
 
     /// Splits a `child()` path on `/`, dropping empty segments.

@@ -12,17 +12,51 @@ struct EvaluationError: Error, Sendable {
     var message: String { "\(location): \(reason)" }
 }
 
-/// Everything one rule evaluation can see.
-struct Evaluator {
+/// What every rule of one operation shares; built once per read or write, not once per rule.
+final class Operation {
     let auth: JSONValue
     let oldRoot: any RuleDataTree
     /// The tree after the operation; nil for reads (where `newData` cannot appear).
     let newRoot: (any RuleDataTree)?
+    let now: Int64
+    let query: RuleQuery
+
+    init(auth: JSONValue, oldRoot: any RuleDataTree, newRoot: (any RuleDataTree)?, now: Int64, query: RuleQuery) {
+        self.auth = auth
+        self.oldRoot = oldRoot
+        self.newRoot = newRoot
+        self.now = now
+        self.query = query
+    }
+}
+
+/// Everything one rule evaluation can see.
+struct Evaluator {
+    let operation: Operation
     /// The location of the rule being evaluated (`data` / `newData`).
     let path: [String]
     let captures: [String]
-    let now: Int64
-    let query: RuleQuery
+
+    init(operation: Operation, path: [String], captures: [String]) {
+        self.operation = operation
+        self.path = path
+        self.captures = captures
+    }
+
+    init(
+        auth: JSONValue, oldRoot: any RuleDataTree, newRoot: (any RuleDataTree)?, path: [String], captures: [String],
+        now: Int64, query: RuleQuery
+    ) {
+        self.init(
+            operation: Operation(auth: auth, oldRoot: oldRoot, newRoot: newRoot, now: now, query: query), path: path,
+            captures: captures)
+    }
+
+    var auth: JSONValue { operation.auth }
+    var oldRoot: any RuleDataTree { operation.oldRoot }
+    var newRoot: (any RuleDataTree)? { operation.newRoot }
+    var now: Int64 { operation.now }
+    var query: RuleQuery { operation.query }
 
     /// Evaluates a rule: true only if it yields boolean `true` without error.
     func isGranted(_ expression: Expression) -> Result<Bool, EvaluationError> {
@@ -126,7 +160,7 @@ struct Evaluator {
         case .json(let json):
             switch json {
             case .object(let members):
-                for member in members where member.key.utf8.elementsEqual(name.utf8) {
+                for member in members where RuleValue.sameBytes(member.key, name) {
                     return RuleValue(json: member.value)
                 }
                 return .null

@@ -11,8 +11,8 @@ public struct JSONRuleData: RuleDataTree, Sendable {
     private final class Node: Sendable {
         let value: JSONValue?  // primitive leaf value, nil for internal nodes
         let priority: JSONValue?
-        let children: [JSONKey: Node]
-        init(value: JSONValue?, priority: JSONValue?, children: [JSONKey: Node]) {
+        let children: [String: Node]
+        init(value: JSONValue?, priority: JSONValue?, children: [String: Node]) {
             self.value = value
             self.priority = priority
             self.children = children
@@ -34,13 +34,13 @@ public struct JSONRuleData: RuleDataTree, Sendable {
         case .null: return nil
         case .bool, .int, .double, .string: return Node(value: json, priority: nil, children: [:])
         case .array(let items):
-            var children: [JSONKey: Node] = [:]
+            var children: [String: Node] = [:]
             for (i, item) in items.enumerated() {
-                if let child = build(item) { children[JSONKey(String(i))] = child }
+                if let child = build(item) { children[String(i)] = child }
             }
             return children.isEmpty ? nil : Node(value: nil, priority: nil, children: children)
         case .object(let members):
-            var children: [JSONKey: Node] = [:]
+            var children: [String: Node] = [:]
             var priority: JSONValue? = nil
             var leaf: JSONValue? = nil
             var hasLeaf = false
@@ -56,7 +56,10 @@ public struct JSONRuleData: RuleDataTree, Sendable {
                     leaf = member.value
                 default:
                     if member.key.hasPrefix(".") { continue }
-                    if let child = build(member.value) { children[JSONKey(member.key)] = child }
+                    if let child = build(member.value) {
+                        // Canonically equivalent keys would share a slot: keep the first, as the data can't hold both.
+                        if children[member.key] == nil { children[member.key] = child }
+                    }
                 }
             }
             if hasLeaf, let leaf {
@@ -71,7 +74,11 @@ public struct JSONRuleData: RuleDataTree, Sendable {
         var node = root
         for key in path {
             guard let current = node else { return nil }
-            node = current.children[JSONKey(key)]
+            // Swift String lookup is canonical-equivalence based; keys must match byte for byte.
+            guard let i = current.children.index(forKey: key), RuleValue.sameBytes(current.children[i].key, key) else {
+                return nil
+            }
+            node = current.children[i].value
         }
         return node
     }
@@ -79,6 +86,6 @@ public struct JSONRuleData: RuleDataTree, Sendable {
     public func primitive(at path: [String]) -> JSONValue? { node(at: path)?.value }
     public func exists(at path: [String]) -> Bool { node(at: path) != nil }
     public func hasChildren(at path: [String]) -> Bool { !(node(at: path)?.children.isEmpty ?? true) }
-    public func childKeys(at path: [String]) -> [String] { node(at: path).map { $0.children.keys.map(\.string) } ?? [] }
+    public func childKeys(at path: [String]) -> [String] { node(at: path).map { Array($0.children.keys) } ?? [] }
     public func priority(at path: [String]) -> JSONValue? { node(at: path)?.priority }
 }

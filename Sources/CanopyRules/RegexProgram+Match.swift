@@ -38,12 +38,13 @@ extension RegexProgram {
         case .characterClass(let i):
             let c = classes[i]
             if !ignoreCase { return c.containsRaw(scalar) }
-            if c.containsRaw(scalar) || c.containsRaw(folded) { return true }
-            if let s = Unicode.Scalar(scalar) {
+            // With `i`, a scalar is in the set if any of its case variants is; negation applies after.
+            var found = c.inRanges(scalar) || c.inRanges(folded)
+            if !found, let s = Unicode.Scalar(scalar) {
                 let upper = s.properties.uppercaseMapping.unicodeScalars
-                if upper.count == 1, let u = upper.first, c.containsRaw(u.value) { return true }
+                if upper.count == 1, let u = upper.first { found = c.inRanges(u.value) }
             }
-            return false
+            return found != c.negated
         case .split, .jump, .match: return false
         }
     }

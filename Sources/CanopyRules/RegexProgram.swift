@@ -24,14 +24,14 @@ struct CharacterClass: Sendable {
         0x205F...0x205F, 0x3000...0x3000, 0xFEFF...0xFEFF,
     ])
 
-    func containsRaw(_ v: UInt32) -> Bool {
-        var found = false
-        for r in ranges where r.contains(v) {
-            found = true
-            break
-        }
-        return found != negated
+    /// True if `v` lies in one of the ranges (ignoring `negated`).
+    func inRanges(_ v: UInt32) -> Bool {
+        for r in ranges where r.contains(v) { return true }
+        return false
     }
+
+    /// Membership of `v`, honouring `negated`.
+    func containsRaw(_ v: UInt32) -> Bool { inRanges(v) != negated }
 }
 
 /// One NFA instruction.

@@ -11,6 +11,8 @@ enum CompiledRule: Sendable {
 final class RuleNode: Sendable {
     /// The rule path of this node, e.g. `/users/$uid` (for reasons and errors).
     let rulePath: String
+    /// The key this node has in its parent (empty for the root).
+    let key: String
     let read: CompiledRule?
     let write: CompiledRule?
     let validate: CompiledRule?
@@ -23,9 +25,10 @@ final class RuleNode: Sendable {
     let hasValidateBelow: Bool
 
     init(
-        rulePath: String, read: CompiledRule?, write: CompiledRule?, validate: CompiledRule?, indexOn: [String],
+        key: String, rulePath: String, read: CompiledRule?, write: CompiledRule?, validate: CompiledRule?, indexOn: [String],
         children: [String: RuleNode], wildcard: RuleNode?, wildcardName: String?
     ) {
+        self.key = key
         self.rulePath = rulePath
         self.read = read
         self.write = write
@@ -38,10 +41,11 @@ final class RuleNode: Sendable {
             validate != nil || children.values.contains(where: \.hasValidateBelow) || wildcard?.hasValidateBelow == true
     }
 
-    /// The child that governs `key`: the named child wins over the wildcard.
+    /// The child that governs `key`: the named child wins over the wildcard. Keys compare by exact bytes.
     @inline(__always)
     func child(for key: String) -> (node: RuleNode, isWildcard: Bool)? {
-        if let named = children[key] { return (named, false) }
+        // Swift String hashing and `==` are canonical-equivalence based; keys must match byte for byte.
+        if let named = children[key], RuleValue.sameBytes(named.key, key) { return (named, false) }
         if let wildcard { return (wildcard, true) }
         return nil
     }

@@ -73,11 +73,15 @@ struct RulesLoader {
                 wildcardName = key
                 wildcard = node(member.value, keys: keys + [key], captures: captures + [key], documentPath: path)
             } else {
+                if children[key] != nil {
+                    errors.append(RulesError(path: path, reason: "key duplicates a canonically equivalent sibling"))
+                    continue
+                }
                 children[key] = node(member.value, keys: keys + [key], captures: captures, documentPath: path)
             }
         }
         return RuleNode(
-            rulePath: rulePath, read: read, write: write, validate: validate, indexOn: indexOn, children: children,
+            key: keys.last ?? "", rulePath: rulePath, read: read, write: write, validate: validate, indexOn: indexOn, children: children,
             wildcard: wildcard, wildcardName: wildcardName)
     }
 

@@ -118,8 +118,8 @@ func constantTimeEqual(_ a: String, _ b: String) -> Bool {
     return diff == 0
 }
 
-/// Reads a whole text file.
-func readTextFile(_ path: String) throws -> String {
+/// Reads a whole text file (rules, key files, seeds); throws a `CredentialError` naming the path.
+public func readTextFile(_ path: String) throws -> String {
     guard let file = fopen(path, "rb") else {
         throw CredentialError(message: "cannot open '\(path)'")
     }

@@ -2,6 +2,7 @@
 
 import CanopyCore
 import CanopyPublish
+import CanopyServer
 
 extension AttendeeDirectory {
     /// Reads and parses a directory file, or fails with a clear message.
@@ -34,18 +35,9 @@ extension AttendeeDirectory {
 
 /// Reads a whole file as UTF-8 text, or fails with a clear message.
 func readFile(_ path: String) throws -> String {
-    guard let file = fopen(path, "rb") else { throw CommandFailure("cannot read '\(path)'") }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = fread(&buffer, 1, buffer.count, file)
-        if n <= 0 { break }
-        bytes += buffer[0..<n]
+    do {
+        return try readTextFile(path)
+    } catch {
+        throw CommandFailure("cannot read '\(path)'")
     }
-    return String(decoding: bytes, as: UTF8.self)
 }
-
-#if canImport(Glibc)
-    import Glibc
-#endif

@@ -149,7 +149,7 @@ func seedFile(_ name: String) -> String {
             }
             reader.start()
             // Alternate between two versions of the public items: all five, or all but the welcome item.
-            let publishes = 40
+            let publishes = 100
             for i in 1...publishes {
                 let value = i % 2 == 0 ? "true" : "false"
                 _ = try c.json("PUT", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID/checkAll.json?ns=\(Self.ns)", value, headers: admin)

@@ -39,6 +39,8 @@ import Testing
         ("^hello$", "i", "HeLLo", true),
         ("^[a-z]+$", "i", "ABC", true),
         ("^[A-Z]+$", "i", "abc", true),
+        ("^[^a-z]$", "i", "A", false),
+        ("^[^a-z]$", "i", "1", true),
         ("\\.", "", "a.b", true),
         ("\\.", "", "ab", false),
         ("\\/", "", "a/b", true),
@@ -68,6 +70,20 @@ import Testing
     @Test func programSizeIsBounded() {
         #expect(throws: RegexError.self) {
             _ = try RegexProgram.compile(pattern: "(a{1000}){1000}", flags: "")
+        }
+    }
+
+    @Test func randomPatternsNeverTrap() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ab^$.*+?()[]{}|\\-,0123dswDSW".unicodeScalars)
+        for _ in 0..<3000 {
+            var s = String.UnicodeScalarView()
+            for _ in 0..<Int.random(in: 0..<16, using: &generator) {
+                s.append(alphabet.randomElement(using: &generator)!)
+            }
+            if let program = try? RegexProgram.compile(pattern: String(s), flags: "i") {
+                _ = program.matches("ab12 -AB{}")
+            }
         }
     }
 
