@@ -17,7 +17,8 @@ struct BenchCommand: Command {
           workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
         canopy bench rules [--iterations <n>]
         canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>]
-        canopy bench publish [--items <n>] [--attendees <n>] [--sockets <n>]
+        canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
+                             [--rounds <n>]
         """
 
     var kind: String
