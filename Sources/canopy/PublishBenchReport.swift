@@ -3,7 +3,33 @@
 import Foundation
 
 enum PublishBenchReport {
-    static func print(_ rows: [PublishBenchmark.Row]) {
+    /// Prints every round, the medians when there are several rounds, and the replay/atomic ratios.
+    static func print(atomic: [PublishBenchmark.Row], replay: [PublishBenchmark.Row]) {
+        var rows = atomic + replay
+        var compared = [atomic[0], replay[0]]
+        if atomic.count > 1 {
+            compared = [median(atomic, "atomic publish median"), median(replay, "8-write replay median")]
+            rows += compared
+        }
+        table(rows, compared: (compared[0], compared[1]))
+    }
+
+    /// A row whose every figure is the median of `rows`' (observation counts from the median commit row).
+    private static func median(_ rows: [PublishBenchmark.Row], _ name: String) -> PublishBenchmark.Row {
+        func mid<T: Comparable>(_ values: [T]) -> T { values.sorted()[values.count / 2] }
+        var out = rows.sorted { $0.commitMilliseconds < $1.commitMilliseconds }[rows.count / 2]
+        out.name = name
+        out.commitMilliseconds = mid(rows.map(\.commitMilliseconds))
+        let delivered = rows.compactMap(\.deliveredMilliseconds)
+        out.deliveredMilliseconds = delivered.isEmpty ? nil : mid(delivered)
+        out.observation.events = mid(rows.map(\.observation.events))
+        out.observation.bytes = mid(rows.map(\.observation.bytes))
+        out.observation.emptySockets = mid(rows.map(\.observation.emptySockets))
+        out.observation.emptyListens = mid(rows.map(\.observation.emptyListens))
+        return out
+    }
+
+    private static func table(_ rows: [PublishBenchmark.Row], compared: (PublishBenchmark.Row, PublishBenchmark.Row)) {
         let header = [
             "strategy", "writes", "commit ms", "delivered ms", "affected listens", "events", "bytes",
             "empty-state subs",
@@ -19,8 +45,8 @@ enum PublishBenchReport {
             ])
             if o.unmatchedListens > 0 { table[table.count - 1][3] += " [\(o.unmatchedListens) unconverged]" }
         }
-        if rows.count == 2 {
-            let (a, b) = (rows[0], rows[1])
+        do {
+            let (a, b) = compared
             table.append([
                 "ratio replay/atomic", ratio(Double(b.writes), Double(a.writes)),
                 ratio(b.commitMilliseconds, a.commitMilliseconds),

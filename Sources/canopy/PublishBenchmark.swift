@@ -9,11 +9,13 @@ import CanopyCore
 import CanopyPublish
 import Foundation
 
-/// `canopy bench publish [--items N] [--attendees N] [--tiers N] [--groups N] [--sockets N] [--seed N]`.
+/// `canopy bench publish [--items N] [--attendees N] [--tiers N] [--groups N] [--sockets N] [--seed N]
+/// [--rounds N]`.
 struct PublishBenchmark {
     var shape = PublishBenchShape()
     var sockets = 1000
     var seed: UInt64 = 2026
+    var rounds = 1
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
@@ -24,6 +26,7 @@ struct PublishBenchmark {
             case "--groups": shape.groups = try arguments.int(for: option, in: 1...10_000)
             case "--sockets": sockets = try arguments.int(for: option, in: 1...20_000)
             case "--seed": seed = UInt64(try arguments.int(for: option))
+            case "--rounds": rounds = try arguments.int(for: option, in: 1...20)
             default: throw .unknownOption(option, command: "bench publish")
             }
         }
@@ -77,18 +80,24 @@ struct PublishBenchmark {
             throw CommandFailure("setup publish: subscribers did not converge (\(subscribers.observation().unmatchedListens) listens differ)")
         }
 
-        // Atomic: revision 0 → 1 in one POST.
-        try server.put(PublishLayout.pendingContent, contents[1])
-        let atomic = try measure("atomic publish", writes: 1, expected: expected[1], subscribers) {
-            try server.request("POST", "/.canopy/publish")
+        var atomic: [Row] = []
+        var replay: [Row] = []
+        for round in 1...rounds {
+            let suffix = rounds > 1 ? " #\(round)" : ""
+            // Atomic: revision 0 → 1 in one POST.
+            try server.put(PublishLayout.pendingContent, contents[1])
+            atomic.append(
+                try measure("atomic publish" + suffix, writes: 1, expected: expected[1], subscribers) {
+                    try server.request("POST", "/.canopy/publish")
+                })
+            // Seed design: revision 1 → 0 as eight separate writes computed client-side.
+            try server.put(PublishLayout.pendingContent, contents[0])
+            replay.append(
+                try measure("8-write replay" + suffix, writes: 8, expected: expected[0], subscribers) {
+                    try Self.replaySeedWrites(fans[0], content: contents[0], server)
+                })
         }
-
-        // Seed design: revision 1 → 0 as eight separate writes computed client-side.
-        try server.put(PublishLayout.pendingContent, contents[0])
-        let replay = try measure("8-write replay", writes: 8, expected: expected[0], subscribers) {
-            try Self.replaySeedWrites(fans[0], content: contents[0], server)
-        }
-        PublishBenchReport.print([atomic, replay])
+        PublishBenchReport.print(atomic: atomic, replay: replay)
     }
 
     /// Runs `body` (the writes) and waits until every subscriber converged.
