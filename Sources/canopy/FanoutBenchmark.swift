@@ -1,10 +1,172 @@
 // FanoutBenchmark -- `canopy bench fanout`: realtime fan-out over loopback, compared with Redis pub/sub.
+//
+// Per subscriber count N, four rounds, each against a freshly started server: (A) N subscribers on one location
+// and one writer, (B) N subscribers on their own paths with writes spread round-robin — each on Canopy (the
+// Firebase wire protocol over WebSocket) and on Redis pub/sub (SUBSCRIBE/PUBLISH over RESP). The writer keeps a
+// bounded window of writes in flight (a write is done when every expected subscriber has it) and stamps each
+// payload with monotonic nanoseconds; subscribers run in this process, servers in child processes.
 
-/// Placeholder: parses its options; the benchmark itself is not written yet.
+import CanopyCore
+import CanopyNet
+import Foundation
+
+/// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--url URL --token T] [--no-redis]`.
 struct FanoutBenchmark {
+    /// The daemon's default connection cap (HTTPServerLimits.maxConnections); the writer needs one connection.
+    private static let daemonConnectionCap = 10_000
+
+    var subscriberCounts = [100, 1_000, 10_000]
+    var writes: Int?
+    var url: String?
+    var token: String?
+    var redis = true
+
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        while let option = try arguments.nextOption() { throw .unknownOption(option, command: "bench fanout") }
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--subscribers":
+                let text = try arguments.value(for: option)
+                let counts = text.split(separator: ",").compactMap { Int($0) }
+                guard !counts.isEmpty, counts.count == text.split(separator: ",").count,
+                    counts.allSatisfy({ (1...100_000).contains($0) })
+                else { throw .invalidValue(option, text, expected: "a comma-separated list of counts in 1...100000") }
+                subscriberCounts = counts
+            case "--writes": writes = try arguments.int(for: option, in: 1...1_000_000)
+            case "--url": url = try arguments.value(for: option)
+            case "--token": token = try arguments.value(for: option)
+            case "--no-redis": redis = false
+            default: throw .unknownOption(option, command: "bench fanout")
+            }
+        }
+        if url != nil && token == nil { throw .missingOption("--token") }
     }
 
-    func run() throws { throw CommandFailure("canopy bench fanout is not implemented yet") }
+    func run() throws {
+        let largest = subscriberCounts.max() ?? 0
+        // Each process holds about N sockets; children inherit the raised limit.
+        let fdLimit = FanoutChild.raiseOpenFileLimit(to: largest + 4_096)
+        let payloadBytes = FanoutPayload.json(seq: 0, sentAt: monotonicNanoseconds()).utf8.count
+        print(
+            "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; open-file limit \(fdLimit); "
+                + "payload ~\(payloadBytes) B; server: \(url ?? "canopy serve (child process, fresh per round)")")
+        if redis, FanoutChild.findExecutable("redis-server") == nil {
+            print("note: redis-server not found on PATH — skipping the Redis comparison (apt-get install redis-server)")
+        }
+        for requested in subscriberCounts {
+            var n = min(requested, Self.daemonConnectionCap - 1)
+            var notes: [String] = []
+            if n < requested { notes.append("daemon caps connections at \(Self.daemonConnectionCap): N clamped to \(n)") }
+            if n + 256 > fdLimit {
+                n = max(1, fdLimit - 256)
+                notes.append("open-file limit \(fdLimit): N clamped to \(n)")
+            }
+            let m = writes ?? Self.defaultWrites(subscribers: n)
+            print("\n== N = \(n) subscribers, M = \(m) writes ==")
+            for note in notes { print("note: \(note)") }
+            var rows: [FanoutResult] = []
+            rows.append(try canopyRound(subscribers: n, writes: m, spread: false))
+            if redis, let row = try redisRound(subscribers: n, writes: m, spread: false) { rows.append(row) }
+            rows.append(try canopyRound(subscribers: n, writes: m, spread: true))
+            if redis, let row = try redisRound(subscribers: n, writes: m, spread: true) { rows.append(row) }
+            printTable(rows)
+        }
+    }
+
+    /// Enough writes for about a million deliveries, between 200 and 5,000.
+    static func defaultWrites(subscribers: Int) -> Int { min(5_000, max(200, 1_000_000 / subscribers)) }
+
+    /// The window: about two deliveries in flight per subscriber (at least 1,000).
+    private static func eventsInFlight(subscribers: Int) -> Int { max(2 * subscribers, 1_000) }
+
+    // MARK: Rounds
+
+    private func canopyRound(subscribers n: Int, writes m: Int, spread: Bool) throws -> FanoutResult {
+        var daemon: FanoutChild?
+        defer { daemon?.stop() }
+        let host: String
+        let port: Int
+        let credential: String
+        if let url {
+            (host, port) = try Self.hostAndPort(url)
+            credential = token ?? ""
+        } else {
+            let (child, secret) = try FanoutChild.startDaemon()
+            daemon = child
+            (host, port, credential) = ("127.0.0.1", child.port, secret)
+        }
+        let namespace = "fanout-\(spread ? "b" : "a")\(n)-\(UInt32.random(in: 0...UInt32.max))"
+        let loop = try EventLoop()
+        let transport = FanoutCanopyTransport(
+            loop: loop, host: host, port: port, namespace: namespace, credential: credential)
+        let label = spread ? "B canopy, own /users/<i> each" : "A canopy, all on /room"
+        return run(loop: loop, transport: transport, server: daemon, subscribers: n, writes: m, spread: spread, label)
+    }
+
+    private func redisRound(subscribers n: Int, writes m: Int, spread: Bool) throws -> FanoutResult? {
+        guard let server = try FanoutChild.startRedis(maxClients: n + 64) else { return nil }
+        defer { server.stop() }
+        let loop = try EventLoop()
+        let transport = FanoutRedisTransport(loop: loop, host: "127.0.0.1", port: server.port)
+        let label = spread ? "B redis, own channel each" : "A redis, SUBSCRIBE room"
+        return run(loop: loop, transport: transport, server: server, subscribers: n, writes: m, spread: spread, label)
+    }
+
+    private func run(
+        loop: EventLoop, transport: any FanoutTransport, server: FanoutChild?, subscribers n: Int, writes m: Int,
+        spread: Bool, _ label: String
+    ) -> FanoutResult {
+        let tracker = FanoutTracker(
+            writes: m, deliveriesPerWrite: spread ? 1 : n, maxEventsInFlight: Self.eventsInFlight(subscribers: n))
+        let rssBefore = server?.rssKiB
+        var rssListening: Int?
+        let round = FanoutRound(loop: loop, transport: transport, subscribers: n, spread: spread, tracker: tracker) {
+            rssListening = server?.rssKiB
+        }
+        round.run()
+        var perConnection: Double?
+        if let rssBefore, let rssListening { perConnection = Double(rssListening - rssBefore) / Double(n) }
+        var note = round.failure
+        if tracker.unexpected > 0 { note = (note.map { $0 + "; " } ?? "") + "\(tracker.unexpected) unexpected events" }
+        return tracker.result(label: label, rssPerConnectionKiB: perConnection, note: note)
+    }
+
+    // MARK: Output
+
+    private func printTable(_ rows: [FanoutResult]) {
+        print(
+            "scenario".padding(toLength: 32, withPad: " ", startingAt: 0)
+                + "    events/s    p50 ms    p99 ms    max ms  RSS KiB/conn")
+        for row in rows {
+            let rss = row.rssPerConnectionKiB.map { String(format: "%12.1f", $0) } ?? "         n/a"
+            print(
+                row.label.padding(toLength: 32, withPad: " ", startingAt: 0)
+                    + String(format: "%12.0f %9.2f %9.2f %9.2f  ", row.eventsPerSecond, row.p50, row.p99, row.max)
+                    + rss)
+            if row.delivered != row.expected || row.note != nil {
+                print("  ! \(row.label): delivered \(row.delivered) of \(row.expected)\(row.note.map { " — " + $0 } ?? "")")
+            }
+        }
+        for scenario in ["A", "B"] {
+            guard let canopy = rows.first(where: { $0.label.hasPrefix("\(scenario) canopy") }),
+                let redis = rows.first(where: { $0.label.hasPrefix("\(scenario) redis") }), redis.eventsPerSecond > 0,
+                canopy.p50 > 0
+            else { continue }
+            print(
+                "ratio \(scenario) canopy/redis: "
+                    + String(
+                        format: "throughput %.2f (goal >= 1.0), p50 latency redis/canopy %.2f",
+                        canopy.eventsPerSecond / redis.eventsPerSecond, redis.p50 / canopy.p50))
+        }
+    }
+
+    /// `http://host:port` (or ws://) to a host and port.
+    private static func hostAndPort(_ url: String) throws -> (String, Int) {
+        var rest = Substring(url)
+        for scheme in ["http://", "ws://"] where rest.hasPrefix(scheme) { rest = rest.dropFirst(scheme.count) }
+        rest = rest.prefix { $0 != "/" && $0 != "?" }
+        guard let colon = rest.lastIndex(of: ":"), let port = Int(rest[rest.index(after: colon)...]) else {
+            throw CommandFailure("--url must look like http://127.0.0.1:9000 (https is not supported here)")
+        }
+        return (String(rest[..<colon]), port)
+    }
 }

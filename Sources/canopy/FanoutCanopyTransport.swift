@@ -1,0 +1,97 @@
+// FanoutCanopyTransport -- the fan-out benchmark's Canopy side: Firebase wire-protocol clients over WebSocket.
+
+import CanopyCore
+import CanopyNet
+
+/// Subscribers `gauth` with the admin credential and `q`-listen on `/room` (or `/users/<i>`); the writer sends `p`
+/// of write `seq` to `/room/m<seq>` (or `/users/<i>/m<seq>`).
+final class FanoutCanopyTransport: FanoutTransport {
+    private let loop: EventLoop
+    private let host: String
+    private let port: Int
+    private let namespace: String
+    private let credential: String
+    private var clients: [WebSocketClient] = []
+    private var writer: WebSocketClient?
+    private var nextRequest = 2
+
+    init(loop: EventLoop, host: String, port: Int, namespace: String, credential: String) {
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.namespace = namespace
+        self.credential = credential
+    }
+
+    private func connect(round: FanoutRound, role: String) throws -> WebSocketClient {
+        let client = try WebSocketClient(
+            loop: loop, host: host, port: port, target: "/.ws?v=5&ns=\(percentEncode(namespace))"
+        ) { [unowned round] result in
+            if case .failure(let error) = result { round.fail("\(role): \(error.userMessage)") }
+        }
+        client.onClose = { [unowned round] in round.fail("\(role): the server closed the connection") }
+        let auth: JSONValue = ["cred": .string(credential)]
+        client.send(text: #"{"t":"d","d":{"r":1,"a":"gauth","b":\#(auth.serialized())}}"#)
+        clients.append(client)
+        return client
+    }
+
+    func openSubscriber(_ index: Int, round: FanoutRound) throws {
+        let client = try connect(round: round, role: "subscriber \(index)")
+        let path = round.spread ? "/users/\(index)" : "/room"
+        client.send(text: #"{"t":"d","d":{"r":2,"a":"q","b":{"p":"\#(path)","h":""}}}"#)
+        client.onText = { [unowned round] text in
+            if let (seq, sentAt) = FanoutPayload.scan(text) {
+                round.deliver(seq: seq, sentAt: sentAt)
+                return
+            }
+            switch Self.reply(text) {
+            case .none: return
+            case .some((2, "ok")): round.subscriberReady()
+            case .some((_, "ok")): return
+            case .some((let r, let status)): round.fail("subscriber \(index): request \(r) failed: \(status)")
+            }
+        }
+    }
+
+    func openWriter(round: FanoutRound) throws {
+        let client = try connect(round: round, role: "writer")
+        client.onText = { [unowned round] text in
+            guard let (r, status) = Self.reply(text) else { return }
+            if status != "ok" {
+                round.fail("writer: request \(r) failed: \(status)")
+            } else if r == 1 {
+                round.writerReady()
+            }
+        }
+        writer = client
+    }
+
+    func write(seq: Int, payload: String, subscriber: Int?) {
+        let r = nextRequest
+        nextRequest += 1
+        // A child per write: the daemon merges same-path writes committed together (see the report).
+        let path = subscriber.map { "/users/\($0)/m\(seq)" } ?? "/room/m\(seq)"
+        writer?.send(text: #"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"\#(path)","d":\#(payload)}}}"#)
+    }
+
+    func closeAll(then done: @escaping () -> Void) {
+        for client in clients {
+            client.onClose = nil
+            client.onText = nil
+            client.close()
+        }
+        clients = []
+        writer = nil
+        // A closing client shuts its socket when the server echoes the close, or after 2 s at the latest.
+        loop.schedule(afterMilliseconds: 2_100, done)
+    }
+
+    /// The request number and status of a response envelope; nil for pushes and control messages.
+    private static func reply(_ text: String) -> (Int64, String)? {
+        guard text.contains(#""r":"#), let json = try? JSONValue.parse(text),
+            case .int(let r)? = json["d"]?["r"], let status = json["d"]?["b"]?["s"]?.stringValue
+        else { return nil }
+        return (r, status)
+    }
+}

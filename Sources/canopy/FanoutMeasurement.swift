@@ -1,0 +1,137 @@
+// FanoutMeasurement -- the fan-out benchmark's payload, its in-flight window, and delivery latency statistics.
+
+import CanopyCore
+
+/// The write payload `{"seq":i,"sentAt":<monotonic ns>,"text":"hello"}` and a scanner that finds its numbers.
+enum FanoutPayload {
+    /// The payload's JSON text for write `seq`, stamped `sentAt` (monotonic nanoseconds).
+    static func json(seq: Int, sentAt: UInt64) -> String {
+        #"{"seq":\#(seq),"sentAt":\#(sentAt),"text":"hello"}"#
+    }
+
+    private static let seqKey = Array(#""seq":"#.utf8)
+    private static let sentAtKey = Array(#""sentAt":"#.utf8)
+
+    /// Finds `"seq":<n>` and `"sentAt":<n>` in a delivered message; nil when the message has no payload.
+    static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (seq: Int, sentAt: UInt64)? {
+        guard let seq = number(after: seqKey, in: bytes), let sentAt = number(after: sentAtKey, in: bytes) else {
+            return nil
+        }
+        return (Int(seq), sentAt)
+    }
+
+    /// Scans a delivered text message (see ``scan(_:)``).
+    static func scan(_ text: String) -> (seq: Int, sentAt: UInt64)? {
+        var text = text
+        return text.withUTF8 { scan($0) }
+    }
+
+    /// The decimal number right after the first occurrence of `key`; linear in the message length.
+    private static func number(after key: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard bytes.count >= key.count else { return nil }
+        var start = 0
+        while start + key.count <= bytes.count {
+            if bytes[start] == key[0] {
+                var k = 1
+                while k < key.count && bytes[start + k] == key[k] { k += 1 }
+                if k == key.count {
+                    var i = start + k
+                    var value: UInt64 = 0
+                    var digits = 0
+                    while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39, digits < 19 {
+                        value = value * 10 + UInt64(bytes[i] - 0x30)
+                        i += 1
+                        digits += 1
+                    }
+                    return digits > 0 ? value : nil
+                }
+            }
+            start += 1
+        }
+        return nil
+    }
+}
+
+/// Counts deliveries per write, bounds the writes in flight, and records latencies. Loop-confined.
+final class FanoutTracker {
+    let writes: Int
+    let deliveriesPerWrite: Int
+    /// Writes sent but not yet delivered to every expected subscriber, at most.
+    let window: Int
+    private(set) var sent = 0
+    private(set) var completed = 0
+    private(set) var delivered = 0
+    /// Deliveries of an unknown or already complete write (should stay 0).
+    private(set) var unexpected = 0
+    private var remaining: [Int32]
+    private(set) var latenciesNs: [UInt64] = []
+    private(set) var firstSendNs: UInt64 = 0
+    private(set) var lastDeliveryNs: UInt64 = 0
+
+    /// - Parameters:
+    ///   - writes: how many writes the round sends.
+    ///   - deliveriesPerWrite: subscribers that receive each write.
+    ///   - maxEventsInFlight: the window, in expected deliveries (at least one write is always allowed).
+    init(writes: Int, deliveriesPerWrite: Int, maxEventsInFlight: Int) {
+        precondition(writes > 0 && deliveriesPerWrite > 0)
+        self.writes = writes
+        self.deliveriesPerWrite = deliveriesPerWrite
+        window = max(1, maxEventsInFlight / deliveriesPerWrite)
+        remaining = Array(repeating: Int32(deliveriesPerWrite), count: writes)
+        latenciesNs.reserveCapacity(writes * deliveriesPerWrite)
+    }
+
+    var canSend: Bool { sent < writes && sent - completed < window }
+    var isDone: Bool { completed == writes }
+
+    /// Claims the next write number and stamps its send time.
+    func nextWrite() -> (seq: Int, sentAt: UInt64) {
+        precondition(canSend)
+        let now = monotonicNanoseconds()
+        if sent == 0 { firstSendNs = now }
+        sent += 1
+        return (sent - 1, now)
+    }
+
+    /// Records one delivery; returns true when it completed its write (so the writer may send more).
+    func record(seq: Int, sentAt: UInt64) -> Bool {
+        let now = monotonicNanoseconds()
+        guard seq >= 0, seq < sent, remaining[seq] > 0 else {
+            unexpected += 1
+            return false
+        }
+        delivered += 1
+        latenciesNs.append(now &- sentAt)
+        lastDeliveryNs = now
+        remaining[seq] -= 1
+        guard remaining[seq] == 0 else { return false }
+        completed += 1
+        return true
+    }
+
+    /// The round's figures (call when it has ended).
+    func result(label: String, rssPerConnectionKiB: Double?, note: String?) -> FanoutResult {
+        let sorted = latenciesNs.sorted()
+        func ms(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
+        }
+        let seconds = Double(lastDeliveryNs &- firstSendNs) / 1e9
+        return FanoutResult(
+            label: label, eventsPerSecond: seconds > 0 ? Double(delivered) / seconds : 0, p50: ms(0.5), p99: ms(0.99),
+            max: sorted.last.map { Double($0) / 1e6 } ?? 0, rssPerConnectionKiB: rssPerConnectionKiB,
+            delivered: delivered, expected: writes * deliveriesPerWrite, note: note)
+    }
+}
+
+/// One row of the benchmark's table.
+struct FanoutResult {
+    var label: String
+    var eventsPerSecond: Double
+    var p50: Double
+    var p99: Double
+    var max: Double
+    var rssPerConnectionKiB: Double?
+    var delivered: Int
+    var expected: Int
+    var note: String?
+}

@@ -1,0 +1,163 @@
+// FanoutProcesses -- child servers for the fan-out bench: a Canopy daemon and redis-server, plus fd limits and RSS.
+
+import CCanopyLinux
+import CanopyNet
+import Foundation
+import Synchronization
+
+/// A server process the benchmark started; terminated by ``stop()`` (and on deinit).
+final class FanoutChild {
+    let name: String
+    private(set) var port: Int
+    private let process: Process
+    private let cleanUp: () -> Void
+
+    private init(name: String, port: Int, process: Process, cleanUp: @escaping () -> Void) {
+        self.name = name
+        self.port = port
+        self.process = process
+        self.cleanUp = cleanUp
+    }
+
+    deinit { stop() }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// The child's resident set size (VmRSS) in KiB, nil if it cannot be read.
+    var rssKiB: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        }
+        return nil
+    }
+
+    /// Terminates the child (SIGTERM, then SIGKILL after 5 s) and waits for it.
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            if process.isRunning { kill(pid, SIGKILL) }
+            process.waitUntilExit()
+        }
+        cleanUp()
+    }
+
+    /// Starts `canopy serve` (this same binary) on a fresh temporary data directory and an ephemeral port.
+    /// - Returns: the child and the admin credential.
+    static func startDaemon() throws -> (FanoutChild, credential: String) {
+        let data = NSTemporaryDirectory() + "canopy-fanout-" + UUID().uuidString
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--port", "0", "--data", data, "--log-level", "warning"]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let child = FanoutChild(name: "canopy", port: 0, process: process) {
+            try? FileManager.default.removeItem(atPath: data)
+        }
+        guard let line = firstLine(of: stdout, containing: "serving http://", timeoutSeconds: 20),
+            let url = line.split(separator: "http://").last?.split(separator: " ").first,
+            let port = url.split(separator: ":").last.flatMap({ Int($0) })
+        else {
+            child.stop()
+            throw CommandFailure("the daemon did not report its port (is '\(executable) serve' working?)")
+        }
+        let credential = try readFile(data + "/admin.credential").trimmingCharacters(in: .whitespacesAndNewlines)
+        child.port = port
+        return (child, credential)
+    }
+
+    /// Starts `redis-server` on a free loopback port with persistence off; nil (with a note) if it is not installed.
+    static func startRedis(maxClients: Int) throws -> FanoutChild? {
+        guard let executable = findExecutable("redis-server") else { return nil }
+        let probe = try Socket.listen(host: "127.0.0.1", port: 0)
+        Socket.close(probe.fd)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--port", "\(probe.port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--maxclients", "\(maxClients)", "--loglevel", "warning", "--daemonize", "no", "--protected-mode", "no",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let child = FanoutChild(name: "redis", port: probe.port, process: process) {}
+        guard waitUntilAccepting(port: probe.port, timeoutSeconds: 10) else {
+            child.stop()
+            throw CommandFailure("redis-server did not start listening on 127.0.0.1:\(probe.port)")
+        }
+        return child
+    }
+
+    /// Raises RLIMIT_NOFILE to at least `wanted` (the hard limit too, when permitted); returns the soft limit.
+    @discardableResult
+    static func raiseOpenFileLimit(to wanted: Int) -> Int {
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        guard getrlimit(resource, &limit) == 0 else { return 0 }
+        if Int(limit.rlim_cur) >= wanted { return Int(limit.rlim_cur) }
+        var raised = limit
+        raised.rlim_cur = rlim_t(wanted)
+        raised.rlim_max = max(limit.rlim_max, rlim_t(wanted))
+        if setrlimit(resource, &raised) != 0 {
+            raised.rlim_cur = limit.rlim_max
+            raised.rlim_max = limit.rlim_max
+            _ = setrlimit(resource, &raised)
+        }
+        _ = getrlimit(resource, &limit)
+        return Int(limit.rlim_cur)
+    }
+
+    // MARK: Helpers
+
+    /// The first executable called `name` on PATH (or in /usr/sbin, /usr/bin).
+    static func findExecutable(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let candidates = path.split(separator: ":").map { "\($0)/\(name)" } + ["/usr/sbin/\(name)", "/usr/bin/\(name)"]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Reads the pipe until a line containing `marker` appears; drains the rest in the background.
+    private static func firstLine(of pipe: Pipe, containing marker: String, timeoutSeconds: Double) -> String? {
+        let found = Mutex<String?>(nil)
+        let seen = DispatchSemaphore(value: 0)
+        let handle = pipe.fileHandleForReading
+        Thread {
+            var buffer = ""
+            var signalled = false
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                guard !signalled else { continue }
+                buffer += String(decoding: data, as: UTF8.self)
+                if let line = buffer.split(separator: "\n").first(where: { $0.contains(marker) }) {
+                    found.withLock { $0 = String(line) }
+                    signalled = true
+                    seen.signal()
+                }
+            }
+            if !signalled { seen.signal() }
+        }.start()
+        _ = seen.wait(timeout: .now() + timeoutSeconds)
+        return found.withLock { $0 }
+    }
+
+    private static func waitUntilAccepting(port: Int, timeoutSeconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while Date() < deadline {
+            if let fd = try? Socket.connect(host: "127.0.0.1", port: port) {
+                var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&entry, 1, 200) == 1 && Socket.pendingError(fd) == 0
+                Socket.close(fd)
+                if ready { return true }
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+}
