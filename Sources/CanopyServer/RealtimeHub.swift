@@ -162,18 +162,39 @@ final class RealtimeHub: RealtimeService {
 
     private func committed(_ namespace: Namespace, before: Node, after: Node, changedPaths: [Path]) {
         guard let tree = trees[ObjectIdentifier(namespace)] else { return }
-        var seen = Set<ObjectIdentifier>()
+        // Each group gets only the changed paths that overlap it, so a batch of many writes (a publish touches
+        // thousands of locations) costs the sum of the overlaps, not groups × paths.
+        var order: [ListenGroup] = []
+        var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
         for path in changedPaths {
-            for group in tree.groups(overlapping: path) where seen.insert(ObjectIdentifier(group)).inserted {
-                let updates = group.updates(before: before, after: after, changedPaths: changedPaths)
-                if updates.isEmpty { continue }
-                if !group.sse.isEmpty {
-                    let bytes = group.sseBytes(updates)
-                    for subscriber in group.sse { subscriber.stream.send(bytes) }
+            for group in tree.groups(overlapping: path) {
+                let id = ObjectIdentifier(group)
+                if pathsByGroup[id] == nil {
+                    order.append(group)
+                    pathsByGroup[id] = []
                 }
-                if !group.wire.isEmpty {
-                    let messages = WireSession.dataMessagePrefixes(updates)
-                    for listen in group.wire { listen.session?.push(messages, tag: listen.tag) }
+                pathsByGroup[id]!.append(path)
+            }
+        }
+        for group in order {
+            let updates = group.updates(before: before, after: after, changedPaths: pathsByGroup[ObjectIdentifier(group)]!)
+            if updates.isEmpty { continue }
+            if !group.sse.isEmpty {
+                let bytes = group.sseBytes(updates)
+                for subscriber in group.sse { subscriber.stream.send(bytes) }
+            }
+            if !group.wire.isEmpty {
+                let messages = WireSession.dataMessagePrefixes(updates)
+                // Untagged listens all get the same text: close and cut it into frames once for the group.
+                var untagged: [[String]]?
+                for listen in group.wire {
+                    guard let session = listen.session else { continue }
+                    if listen.tag != nil {
+                        session.push(messages, tag: listen.tag)
+                        continue
+                    }
+                    if untagged == nil { untagged = messages.map { WireSession.frames(for: $0 + "}}}") } }
+                    for frames in untagged! { session.sendFrames(frames) }
                 }
             }
         }

@@ -439,7 +439,38 @@ final class WireSession {
     /// Pushes precomputed `d` messages (from `dataMessagePrefixes`), closing each with this listen's tag.
     func push(_ prefixes: [String], tag: Int64?) {
         let suffix = tag.map { ",\"t\":\($0)}}}" } ?? "}}}"
-        for prefix in prefixes { sendText(prefix + suffix) }
+        for prefix in prefixes { sendFrames(Self.frames(for: prefix + suffix)) }
+    }
+
+    /// Sends messages already cut into frames (`frames(for:)`); the fan-out cuts an untagged push once per group.
+    func sendFrames(_ frames: [String]) {
+        guard !closed else { return }
+        for frame in frames { socket.send(text: frame) }
+    }
+
+    /// The frames one message travels in: itself, or a piece count followed by pieces of at most 16384 UTF-16
+    /// units, cut on scalar boundaries (firebase-protocol.md §3.2). Linear in the message's UTF-8 bytes.
+    static func frames(for text: String) -> [String] {
+        if text.utf8.count <= maxFrameCharacters || text.utf16.count <= maxFrameCharacters { return [text] }
+        let bytes = Array(text.utf8)
+        var pieces: [String] = []
+        var start = 0
+        var units = 0
+        var index = 0
+        while index < bytes.count {
+            let lead = bytes[index]
+            let length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+            let width = length == 4 ? 2 : 1
+            if units + width > maxFrameCharacters {
+                pieces.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                start = index
+                units = 0
+            }
+            units += width
+            index += length
+        }
+        if start < bytes.count { pieces.append(String(decoding: bytes[start...], as: UTF8.self)) }
+        return [String(pieces.count)] + pieces
     }
 
     /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
@@ -456,28 +487,7 @@ final class WireSession {
 
     /// Sends one message, split into counted pieces when it is longer than a frame may be.
     private func sendText(_ text: String) {
-        guard !closed else { return }
-        let scalars = text.unicodeScalars
-        if text.utf16.count <= Self.maxFrameCharacters {
-            socket.send(text: text)
-            return
-        }
-        var pieces: [String] = []
-        var current = String.UnicodeScalarView()
-        var units = 0
-        for scalar in scalars {
-            let width = scalar.utf16.count
-            if units + width > Self.maxFrameCharacters {
-                pieces.append(String(current))
-                current = String.UnicodeScalarView()
-                units = 0
-            }
-            current.append(scalar)
-            units += width
-        }
-        if !current.isEmpty { pieces.append(String(current)) }
-        socket.send(text: String(pieces.count))
-        for piece in pieces { socket.send(text: piece) }
+        sendFrames(Self.frames(for: text))
     }
 
     private static func sessionID() -> String {

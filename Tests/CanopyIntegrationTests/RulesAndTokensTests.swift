@@ -150,6 +150,41 @@ func rulesFile(_ name: String) -> String {
     }
 }
 
+/// SSE streams end with `auth_revoked` when the token expires, and `cancel` when new rules deny the read.
+@Suite struct EventStreamRevocationTests {
+    func readEvents(_ client: HTTPClient, until needle: String, timeout: TimeInterval = 6) -> String {
+        var text = ""
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, !text.contains(needle) {
+            guard let chunk = try? client.readChunk(), !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text
+    }
+
+    @Test func tokenExpiryAndRulesChangesEndStreams() throws {
+        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+            let ns = "sserevoke"
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            _ = try server.client().json("PUT", "/public/admin/content.json?ns=\(ns)", #"{"g":{"order":1}}"#, headers: admin)
+            let short = server.daemon.credentials.mint(
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1, now: SystemClock().nowMilliseconds())
+            let s1 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
+            #expect(try s1.openStream("/public/admin/content.json?ns=\(ns)&auth=\(short)", headers: [("Accept", "text/event-stream")]).status == 200)
+            let expired = readEvents(s1, until: "auth_revoked")
+            #expect(expired.contains("event: put"))
+            #expect(expired.contains("event: auth_revoked\ndata: credential is no longer valid\n\n"))
+            let long = server.daemon.credentials.mint(
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: SystemClock().nowMilliseconds())
+            let s2 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
+            #expect(try s2.openStream("/public/admin/content.json?ns=\(ns)&auth=\(long)", headers: [("Accept", "text/event-stream")]).status == 200)
+            #expect(readEvents(s2, until: "event: put").contains("event: put"))
+            _ = try server.client().json("PUT", "/.settings/rules.json?ns=\(ns)", #"{"rules":{".read":false}}"#, headers: admin)
+            #expect(readEvents(s2, until: "cancel").contains("event: cancel\ndata: \"Permission denied\""))
+        }
+    }
+}
+
 /// Emulator mode follows the real Firebase emulator where it differs from our secure default.
 @Suite struct EmulatorModeTests {
     @Test func emulatorNamespacesStartWithOpenRulesLikeFirebase() throws {

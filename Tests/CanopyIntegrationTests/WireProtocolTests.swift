@@ -190,4 +190,22 @@ import Testing
             #expect(a.push("d", path: "/public/admin/content")?["d"]?["b"]?["d"] == ["x": ["order": 2, "title": "b"]])
         }
     }
+
+    /// A token that expires mid-connection: `ac` with expired_token, then the listen it granted is revoked.
+    @Test func expiredTokenRevokesAuthAndListens() throws {
+        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+            let ns = "wsexpiry"
+            let a = try connect(server, ns)
+            let token = server.daemon.credentials.mint(
+                claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 1,
+                now: SystemClock().nowMilliseconds())
+            var r = a.request("auth", ["cred": .string(token)])
+            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+            r = a.request("q", ["p": "/private/adminable/users/901", "h": ""])
+            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+            let revoked = try #require(a.push("ac", timeout: 5))
+            #expect(revoked["d"]?["b"]?["s"] == "expired_token")
+            #expect(a.push("c", path: "/private/adminable/users/901") != nil)
+        }
+    }
 }
