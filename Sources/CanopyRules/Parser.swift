@@ -11,7 +11,9 @@
 //   unary       := ('!'|'-') unary | postfix
 //   postfix     := primary ('.' identifier | '[' conditional ']' | '(' arguments ')')*
 //   primary     := literal | identifier | regex | '[' elements ']' | '(' conditional ')'
-// Nesting is limited to `maxDepth` so hostile input cannot exhaust the stack.
+// Nesting is limited to `maxDepth`, and operators to `maxOperators` per expression (a chain like
+// `a && b && c ...` nests one level per operator), so hostile input cannot exhaust the stack of the
+// recursive checker and evaluator.
 
 /// Operators with two operands that evaluate both sides.
 enum BinaryOperator: String, Sendable {
@@ -50,7 +52,9 @@ struct Parser {
     private let tokens: [Token]
     private var position = 0
     private var depth = 0
+    private var operators = 0
     static let maxDepth = 100
+    static let maxOperators = 1000
 
     /// Parses one complete expression.
     static func parse(_ source: String) throws(ExpressionError) -> Syntax {
@@ -87,12 +91,21 @@ struct Parser {
         }
     }
 
+    /// Counts one binary, logical or conditional operator.
+    private mutating func countOperator() throws(ExpressionError) {
+        operators += 1
+        if operators > Parser.maxOperators {
+            throw ExpressionError(location: current.location, reason: "expression has too many operators")
+        }
+    }
+
     private mutating func conditional() throws(ExpressionError) -> Syntax {
         try enter()
         defer { depth -= 1 }
         let condition = try or()
         guard isPunctuator(.question) else { return condition }
         let at = current.location
+        try countOperator()
         advance()
         let whenTrue = try conditional()
         try expect(.colon)
@@ -104,6 +117,7 @@ struct Parser {
         var left = try and()
         while isPunctuator(.or) {
             let at = current.location
+            try countOperator()
             advance()
             left = Syntax(kind: .or(left, try and()), location: at)
         }
@@ -114,6 +128,7 @@ struct Parser {
         var left = try binary(level: 0)
         while isPunctuator(.and) {
             let at = current.location
+            try countOperator()
             advance()
             left = Syntax(kind: .and(left, try binary(level: 0)), location: at)
         }
@@ -133,6 +148,7 @@ struct Parser {
         var left = try binary(level: level + 1)
         while case .punctuator(let p) = current.kind, let op = Parser.levels[level][p] {
             let at = current.location
+            try countOperator()
             advance()
             let right = try binary(level: level + 1)
             left = Syntax(kind: .binary(op, left, right), location: at)

@@ -52,6 +52,7 @@ struct FanoutBenchmark {
         if redis, FanoutChild.findExecutable("redis-server") == nil {
             print("note: redis-server not found on PATH — skipping the Redis comparison (apt-get install redis-server)")
         }
+        var failedRounds = 0
         for requested in subscriberCounts {
             var n = min(requested, Self.daemonConnectionCap - 1)
             var notes: [String] = []
@@ -69,7 +70,9 @@ struct FanoutBenchmark {
             rows.append(try canopyRound(subscribers: n, writes: m, spread: true))
             if redis, let row = try redisRound(subscribers: n, writes: m, spread: true) { rows.append(row) }
             printTable(rows)
+            failedRounds += rows.filter { $0.delivered != $0.expected || $0.note != nil }.count
         }
+        if failedRounds > 0 { throw CommandFailure("\(failedRounds) benchmark rounds did not complete (see '!' lines)") }
     }
 
     /// Enough writes for about a million deliveries, between 200 and 5,000.

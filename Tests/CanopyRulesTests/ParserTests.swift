@@ -77,6 +77,19 @@ import Testing
         #expect(throws: ExpressionError.self) { _ = try Parser.parse(nots) }
     }
 
+    @Test func longestOperatorChainsCompileAndEvaluate() throws {
+        let n = Parser.maxOperators
+        let ands = Array(repeating: "auth == null", count: n + 1).joined(separator: " && ")
+        #expect(throws: ExpressionError.self) { _ = try Parser.parse(ands) }
+        let sum = Array(repeating: "1", count: n).joined(separator: " + ") + " == \(n)"
+        let expression = try TypeChecker.compile(sum, captures: [], kind: .read)
+        let evaluator = Evaluator(
+            auth: .null, oldRoot: JSONRuleData.empty, newRoot: nil, path: [], captures: [], now: 0, query: .plain)
+        #expect(try evaluator.isGranted(expression).get())
+        let chain = Array(repeating: "auth == null", count: n / 2).joined(separator: " && ")
+        #expect(try evaluator.isGranted(try TypeChecker.compile(chain, captures: [], kind: .read)).get())
+    }
+
     @Test func hugeExpressionIsRefused() {
         let long = Array(repeating: "true", count: 20_000).joined(separator: " && ")
         #expect(throws: ExpressionError.self) { _ = try Parser.parse(long) }
