@@ -17,8 +17,9 @@ public final class Namespace {
     public var policy: any AccessPolicy
     /// Rules source as last set (for `GET /.settings/rules.json`).
     public var rulesSource: String?
-    /// Called after each committed batch with the tree before and after it (for realtime fan-out).
-    public var onCommit: ((_ before: Node, _ after: Node, _ changedPaths: [Path]) -> Void)?
+    /// Called after each committed batch with the tree before it and its operations in commit order (for the
+    /// realtime fan-out, which must deliver every operation's state, not only the batch's last one).
+    public var onCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
 
     private let store: NamespaceStore
     private let loop: EventLoop
@@ -27,7 +28,7 @@ public final class Namespace {
     /// Mutations and waiters of the batch being filled during this loop pass.
     private var openMutations: [StoreMutation] = []
     private var openWaiters: [(Bool) -> Void] = []
-    private var openChangedPaths: [Path] = []
+    private var openOperations: [CommittedOperation] = []
     private var openBefore: Node?
     /// Waiters of submitted batches, oldest first; the store completes batches in submission order.
     private var inFlight: [InFlightBatch] = []
@@ -36,8 +37,7 @@ public final class Namespace {
     private struct InFlightBatch {
         var waiters: [(Bool) -> Void]
         var before: Node
-        var after: Node
-        var changedPaths: [Path]
+        var operations: [CommittedOperation]
     }
 
     init(name: String, store: NamespaceStore, loop: EventLoop, policy: any AccessPolicy) throws {
@@ -58,10 +58,10 @@ public final class Namespace {
         for write in writes {
             let next = current.setting(write.node, at: write.path)
             openMutations += Namespace.mutations(for: write.path, before: current, after: next)
-            openChangedPaths.append(write.path)
             current = next
         }
         root = newRoot
+        openOperations.append(CommittedOperation(paths: writes.map(\.path), root: newRoot))
     }
 
     /// Runs `body` once everything written so far is durable (`true`), or failed to persist (`false`).
@@ -82,10 +82,10 @@ public final class Namespace {
         let mutations = openMutations
         inFlight.append(
             InFlightBatch(
-                waiters: openWaiters, before: openBefore ?? root, after: root, changedPaths: openChangedPaths))
+                waiters: openWaiters, before: openBefore ?? root, operations: openOperations))
         openMutations = []
         openWaiters = []
-        openChangedPaths = []
+        openOperations = []
         openBefore = nil
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
@@ -105,7 +105,7 @@ public final class Namespace {
         guard !inFlight.isEmpty else { return }
         let batch = inFlight.removeFirst()
         if ok {
-            onCommit?(batch.before, batch.after, batch.changedPaths)
+            onCommit?(batch.before, batch.operations)
         } else {
             needsReload = true
         }
@@ -175,4 +175,10 @@ public final class Namespace {
         }
         return builder.build()
     }
+}
+
+/// One atomic operation of a committed batch: the paths it wrote and the whole tree right after it.
+public struct CommittedOperation: Sendable {
+    public let paths: [Path]
+    public let root: Node
 }

@@ -22,9 +22,9 @@ final class RealtimeHub: RealtimeService {
 
     /// Wires a newly opened namespace's commits to the fan-out.
     func attach(_ namespace: Namespace) {
-        namespace.onCommit = { [weak self, weak namespace] before, after, paths in
+        namespace.onCommit = { [weak self, weak namespace] before, operations in
             guard let self, let namespace else { return }
-            self.committed(namespace, before: before, after: after, changedPaths: paths)
+            self.committed(namespace, before: before, operations: operations)
         }
     }
 
@@ -160,25 +160,41 @@ final class RealtimeHub: RealtimeService {
 
     // MARK: - fan-out
 
-    private func committed(_ namespace: Namespace, before: Node, after: Node, changedPaths: [Path]) {
+    private func committed(_ namespace: Namespace, before: Node, operations: [CommittedOperation]) {
         guard let tree = trees[ObjectIdentifier(namespace)] else { return }
-        // Each group gets only the changed paths that overlap it, so a batch of many writes (a publish touches
-        // thousands of locations) costs the sum of the overlaps, not groups × paths.
+        // Every operation of the batch is delivered in commit order, each with the state right after it, so no
+        // change is skipped even when one loop pass commits several writes to the same place. Each group gets only
+        // the paths of an operation that overlap it (a publish touches thousands of locations).
         var order: [ListenGroup] = []
-        var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
-        for path in changedPaths {
-            for group in tree.groups(overlapping: path) {
-                let id = ObjectIdentifier(group)
-                if pathsByGroup[id] == nil {
-                    order.append(group)
-                    pathsByGroup[id] = []
+        var updatesByGroup: [ObjectIdentifier: [(path: Path, value: Node)]] = [:]
+        var previous = before
+        for operation in operations {
+            var groupOrder: [ListenGroup] = []
+            var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
+            for path in operation.paths {
+                for group in tree.groups(overlapping: path) {
+                    let id = ObjectIdentifier(group)
+                    if pathsByGroup[id] == nil {
+                        groupOrder.append(group)
+                        pathsByGroup[id] = []
+                    }
+                    pathsByGroup[id]!.append(path)
                 }
-                pathsByGroup[id]!.append(path)
             }
+            for group in groupOrder {
+                let id = ObjectIdentifier(group)
+                let updates = group.updates(before: previous, after: operation.root, changedPaths: pathsByGroup[id]!)
+                if updates.isEmpty { continue }
+                if updatesByGroup[id] == nil {
+                    order.append(group)
+                    updatesByGroup[id] = []
+                }
+                updatesByGroup[id]! += updates
+            }
+            previous = operation.root
         }
         for group in order {
-            let updates = group.updates(before: before, after: after, changedPaths: pathsByGroup[ObjectIdentifier(group)]!)
-            if updates.isEmpty { continue }
+            let updates = updatesByGroup[ObjectIdentifier(group)]!
             if !group.sse.isEmpty {
                 let bytes = group.sseBytes(updates)
                 for subscriber in group.sse { subscriber.stream.send(bytes) }

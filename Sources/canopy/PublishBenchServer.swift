@@ -1,5 +1,8 @@
 // PublishBenchServer -- the `canopy serve` child process a benchmark runs against, and REST calls to it.
 
+#if canImport(Glibc)
+    import Glibc
+#endif
 import CanopyCore
 import CanopyNet
 import Foundation

@@ -208,4 +208,24 @@ import Testing
             #expect(a.push("c", path: "/private/adminable/users/901") != nil)
         }
     }
+
+    /// Back-to-back writes to one path land in one group commit; a listener still gets every value, in order.
+    @Test func everyWriteIsDeliveredEvenWithinOneCommit() throws {
+        try withServer { server in
+            let a = try connect(server, "seq")
+            let b = try connect(server, "seq")
+            try authAsAdmin(a, server)
+            try authAsAdmin(b, server)
+            let q = a.request("q", ["p": "/users/1", "h": ""])
+            #expect(a.reply(q)?["d"]?["b"]?["s"] == "ok")
+            var last: Int64 = 0
+            for seq in 1...20 { last = b.request("p", ["p": "/users/1/msg", "d": ["seq": .int(Int64(seq))]]) }
+            #expect(b.reply(last)?["d"]?["b"]?["s"] == "ok")
+            var received: [Int64] = []
+            while received.count < 20, let push = a.push("d", timeout: 3) {
+                if let seq = push["d"]?["b"]?["d"]?["seq"]?.int64Value { received.append(seq) }
+            }
+            #expect(received == Array(1...20))
+        }
+    }
 }
