@@ -3,6 +3,7 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+import CCanopyLinux
 import CanopyCore
 import CanopyNet
 import Foundation
