@@ -2,20 +2,8 @@
 
 import CanopyCore
 
-/// A small seeded generator (SplitMix64): the same seed always gives the same event.
-struct BenchRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The seeded generator: the same seed always gives the same event.
+typealias BenchRandom = SplitMix64
 
 /// The sizes of the generated event.
 struct PublishBenchShape {

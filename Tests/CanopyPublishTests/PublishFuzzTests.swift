@@ -32,7 +32,7 @@ struct JunkGenerator {
     @Test func arbitraryDraftsNeverTrap() throws {
         var published = 0
         for seed in UInt64(1)...400 {
-            var junk = JunkGenerator(rng: SeededRandom(state: seed))
+            var junk = JunkGenerator(rng: SeededRandom(seed: seed))
             let items = (0..<Int.random(in: 1...4, using: &junk.rng)).map { i in
                 JSONMember("k\(i)", junk.object(depth: 0))
             }

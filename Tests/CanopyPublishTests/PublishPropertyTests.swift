@@ -9,17 +9,8 @@ import CanopyCore
 import CanopyPublish
 import Testing
 
-/// SplitMix64: small, fast and reproducible.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The shared deterministic generator (CanopyCore).
+typealias SeededRandom = SplitMix64
 
 /// One generated item, as the test understands it.
 struct ModelItem {
@@ -52,7 +43,7 @@ struct RandomEvent {
     var rng: SeededRandom
 
     init(seed: UInt64) {
-        rng = SeededRandom(state: seed)
+        rng = SeededRandom(seed: seed)
         for i in 0..<12 {
             let tier = Self.tiers.randomElement(using: &rng)!
             let groups = Self.groups.filter { _ in Int.random(in: 0..<3, using: &rng) == 0 }
