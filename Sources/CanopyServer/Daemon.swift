@@ -38,6 +38,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
+        limits.maxConnections = configuration.maxConnections
         let server = try HTTPServer(
             loop: loop, host: configuration.host, port: configuration.port, limits: limits,
             handler: RESTHandler(context: context))

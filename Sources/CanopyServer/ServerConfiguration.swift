@@ -20,6 +20,8 @@ public struct ServerConfiguration: Sendable {
     public var synchronousFull = true
     /// Largest accepted request body.
     public var maxBodyBytes = 256 * 1024 * 1024
+    /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
+    public var maxConnections = 10_000
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
 

@@ -1,6 +1,7 @@
 // CLITests -- the built `canopy` binary's command-line contract (rules eval/check/lint, token mint, usage errors).
 
 import CanopyCore
+import CanopyNet
 import Foundation
 import Testing
 
@@ -96,5 +97,21 @@ func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
         #expect(r.status == 64)
         r = try runCanopy(["--help"])
         #expect(r.status == 0 && r.stdout.contains("serve"))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func serveHonoursMaxConnections() throws {
+        let data = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let server = try ServerProcess(dataDirectory: data, extraArguments: ["--max-connections", "2"])
+        defer { server.terminate() }
+        let first = HTTPClient(host: "127.0.0.1", port: server.port)
+        let second = HTTPClient(host: "127.0.0.1", port: server.port)
+        #expect(try first.request("OPTIONS", "/").status == 200)
+        #expect(try second.request("OPTIONS", "/").status == 200)
+        let third = HTTPClient(host: "127.0.0.1", port: server.port)
+        #expect(try third.request("OPTIONS", "/").status == 503)
+        first.close()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(try HTTPClient(host: "127.0.0.1", port: server.port).request("OPTIONS", "/").status == 200)
     }
 }

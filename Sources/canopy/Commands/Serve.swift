@@ -1,5 +1,6 @@
 // Serve -- `canopy serve`: run the daemon until SIGTERM/SIGINT.
 
+import CCanopyLinux
 import CanopyCore
 import CanopyServer
 
@@ -9,7 +10,7 @@ struct Serve: Command {
     static let usage = """
         canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
                      [--public-keys <pem-or-jwks-file>]... [--emulator] [--sync full|normal]
-                     [--demo] [--log-level <level>] [--log-format logfmt|json]
+                     [--demo] [--max-connections <n>] [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -18,6 +19,8 @@ struct Serve: Command {
           --public-keys  PEM or JWKS file with RS256/ES256 keys of an external identity provider
           --emulator     also accept 'Authorization: Bearer owner' as admin and unsigned tokens (tests only)
           --sync         SQLite synchronous mode: full (default; survives power loss) or normal
+          --max-connections  simultaneous connections before new ones get 503 (default 10000); the open-file
+                         limit is raised to fit when the system allows
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
         """
@@ -36,6 +39,8 @@ struct Serve: Command {
             case "--public-keys": configuration.publicKeyFiles.append(try arguments.value(for: option))
             case "--emulator": configuration.emulator = true
             case "--demo": demo = true
+            case "--max-connections":
+                configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
@@ -60,6 +65,7 @@ struct Serve: Command {
     }
 
     func run() throws {
+        raiseOpenFileLimit(toFit: configuration.maxConnections + 64)
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
         if demo {
@@ -83,3 +89,12 @@ struct Serve: Command {
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// Raises the soft open-file limit so `count` sockets fit (up to the hard limit); silent when not permitted.
+func raiseOpenFileLimit(toFit count: Int) {
+    var limit = rlimit()
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < rlim_t(count) else { return }
+    limit.rlim_cur = min(limit.rlim_max, rlim_t(count))
+    _ = setrlimit(resource, &limit)
+}
