@@ -48,17 +48,16 @@ public final class Namespace {
         self.root = try Namespace.load(from: store)
     }
 
-    /// Replaces the node at each path (in order) with the given node and schedules the change for commit.
-    /// The caller has authorized the change and computed `newRoot` with `Namespace.applying`.
+    /// Replaces the node at each path with the given node and schedules the change for commit.
+    /// The caller has authorized the change and computed `newRoot` with `Namespace.applying`. The paths of one
+    /// operation never overlap (PATCH and merges refuse overlaps; the publish engine writes disjoint locations),
+    /// so each path's store mutations follow from the old and the final tree, without rebuilding the trees in between.
     public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node) {
         loop.assertInLoop()
         let old = root
         if openBefore == nil { openBefore = old }
-        var current = old
         for write in writes {
-            let next = current.setting(write.node, at: write.path)
-            openMutations += Namespace.mutations(for: write.path, before: current, after: next)
-            current = next
+            openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
         }
         root = newRoot
         openOperations.append(CommittedOperation(paths: writes.map(\.path), root: newRoot))
