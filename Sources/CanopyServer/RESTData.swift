@@ -106,8 +106,7 @@ extension RESTHandler {
         let resolved: JSONValue
         let node: Node
         do {
-            resolved = try ServerValues.resolve(json, at: path, in: old, now: request.now)
-            node = try Node.from(json: resolved, at: path)
+            (node, resolved) = try WriteBuilder.set(json, at: path, root: old, now: request.now)
         } catch {
             throw RESTError(400, error.userMessage)
         }
@@ -146,29 +145,14 @@ extension RESTHandler {
             throw RESTError(400, "Conditional requests are not supported for PATCH.")
         }
         let body = try parseBody(request)
-        guard case .object(let members) = body else {
+        guard case .object = body else {  // refused before the namespace (and its file) is created
             throw RESTError(400, "Invalid data; couldn't parse JSON object. PATCH needs an object.")
         }
         guard let namespace = try context.namespace(request.namespaceName, create: true) else {
             throw RESTError(500, "Namespace unavailable.")
         }
         let old = namespace.root
-        var writes: [(path: Path, node: Node)] = []
-        var relativePaths: [Path] = []
-        var echo: [JSONMember] = []
-        do {
-            for member in members {
-                let relative = try Path(parsing: member.key, allowPriorityLeaf: true)
-                let absolute = request.path.appending(relative)
-                let resolved = try ServerValues.resolve(member.value, at: absolute, in: old, now: request.now)
-                writes.append((absolute, try Node.from(json: resolved, at: absolute)))
-                relativePaths.append(relative)
-                echo.append(JSONMember(member.key, resolved))
-            }
-        } catch {
-            throw RESTError(400, error.userMessage)
-        }
-        try Self.checkNoOverlap(relativePaths)
+        let (writes, relativePaths, echo) = try WriteBuilder.update(body, at: request.path, root: old, now: request.now)
         let newRoot = Namespace.applying(writes, to: old)
         try authorize(
             request, .update(childPaths: relativePaths), namespace: namespace, oldRoot: old, newRoot: newRoot)
@@ -183,14 +167,6 @@ extension RESTHandler {
             } else {
                 responder.respond(.json(200, .object(echo), pretty: request.pretty))
             }
-        }
-    }
-
-    /// A multi-path update may not name a path and one of its descendants (`{"a": 1, "a/b": 2}`).
-    static func checkNoOverlap(_ paths: [Path]) throws {
-        let sorted = paths.sorted { $0.segments.lexicographicallyPrecedes($1.segments) }
-        for (a, b) in zip(sorted, sorted.dropFirst()) where a.isAncestorOrSelf(of: b) {
-            throw RESTError(400, "Invalid data; path \(a) is an ancestor of (or the same as) \(b) in one update.")
         }
     }
 

@@ -262,9 +262,7 @@ final class WireSession {
         let old = namespace.root
         let node: Node
         do {
-            let resolved = try ServerValues.resolve(
-                body["d"] ?? .null, at: path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
-            node = try Node.from(json: resolved, at: path)
+            node = try WriteBuilder.set(body["d"] ?? .null, at: path, root: old, now: now).node
         } catch {
             reply(r, "failure", error.userMessage)
             return
@@ -288,8 +286,8 @@ final class WireSession {
     private func merge(_ r: Int64?, _ body: JSONValue) {
         guard let path = parsePath(body["p"], r) else { return }
         do {
-            let (writes, relative) = try mergeWrites(path, body["d"] ?? .null, root: namespace.root)
             let old = namespace.root
+            let (writes, relative, _) = try WriteBuilder.update(body["d"] ?? .null, at: path, root: old, now: now)
             let newRoot = Namespace.applying(writes, to: old)
             guard authorize(.update(childPaths: relative), at: path, old: old, new: newRoot, as: identity) else {
                 reply(r, "permission_denied", "Permission denied")
@@ -304,28 +302,24 @@ final class WireSession {
         }
     }
 
-    /// The writes of a merge body `{relPath: value}` at `path`, with server values resolved against `root`.
-    private func mergeWrites(_ path: Path, _ data: JSONValue, root: Node) throws -> ([(path: Path, node: Node)], [Path]) {
-        guard case .object(let members) = data else { throw RESTError(400, "Merge data must be an object.") }
-        var writes: [(path: Path, node: Node)] = []
-        var relative: [Path] = []
-        let now = hub.context.configuration.clock.nowMilliseconds()
-        for member in members {
-            let rel = try Path(parsing: member.key, allowPriorityLeaf: true)
-            let absolute = path.appending(rel)
-            let resolved = try ServerValues.resolve(member.value, at: absolute, in: root, now: now)
-            writes.append((absolute, try Node.from(json: resolved, at: absolute)))
-            relative.append(rel)
+    /// The writes of an onDisconnect operation, built against `root`, and how rules see it.
+    private func writes(of op: DisconnectOperation, root: Node) throws -> ([(path: Path, node: Node)], AccessOperation) {
+        switch op.kind {
+        case .put:
+            return ([(op.path, try WriteBuilder.set(op.data, at: op.path, root: root, now: now).node)], .write)
+        case .merge:
+            let update = try WriteBuilder.update(op.data, at: op.path, root: root, now: now)
+            return (update.writes, .update(childPaths: update.relative))
         }
-        try RESTHandler.checkNoOverlap(relative)
-        return (writes, relative)
     }
+
+    private var now: Int64 { hub.context.configuration.clock.nowMilliseconds() }
 
     private func authorize(_ operation: AccessOperation, at path: Path, old: Node, new: Node, as who: Identity) -> Bool {
         namespace.policy.decide(
             AccessRequest(
                 identity: who, namespace: namespace.name, path: path, operation: operation, oldRoot: old,
-                newRoot: new, now: hub.context.configuration.clock.nowMilliseconds())
+                newRoot: new, now: now)
         ).allowed
     }
 
@@ -333,21 +327,10 @@ final class WireSession {
 
     private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
         guard let path = parsePath(body["p"], r, allowPriority: kind == .put) else { return }
-        let data = body["d"] ?? .null
+        let op = DisconnectOperation(kind: kind, path: path, data: body["d"] ?? .null, identity: identity)
         let old = namespace.root
         do {
-            let writes: [(path: Path, node: Node)]
-            let operation: AccessOperation
-            if kind == .put {
-                let resolved = try ServerValues.resolve(
-                    data, at: path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
-                writes = [(path, try Node.from(json: resolved, at: path))]
-                operation = .write
-            } else {
-                let merged = try mergeWrites(path, data, root: old)
-                writes = merged.0
-                operation = .update(childPaths: merged.1)
-            }
+            let (writes, operation) = try writes(of: op, root: old)
             guard authorize(operation, at: path, old: old, new: Namespace.applying(writes, to: old), as: identity)
             else {
                 reply(r, "permission_denied", "Permission denied")
@@ -357,7 +340,7 @@ final class WireSession {
             reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
             return
         }
-        onDisconnect.append(DisconnectOperation(kind: kind, path: path, data: data, identity: identity))
+        onDisconnect.append(op)
         reply(r, "ok", "")
     }
 
@@ -374,18 +357,7 @@ final class WireSession {
         for op in operations {
             let old = namespace.root
             do {
-                let writes: [(path: Path, node: Node)]
-                let operation: AccessOperation
-                if op.kind == .put {
-                    let resolved = try ServerValues.resolve(
-                        op.data, at: op.path, in: old, now: hub.context.configuration.clock.nowMilliseconds())
-                    writes = [(op.path, try Node.from(json: resolved, at: op.path))]
-                    operation = .write
-                } else {
-                    let merged = try mergeWrites(op.path, op.data, root: old)
-                    writes = merged.0
-                    operation = .update(childPaths: merged.1)
-                }
+                let (writes, operation) = try writes(of: op, root: old)
                 let newRoot = Namespace.applying(writes, to: old)
                 guard authorize(operation, at: op.path, old: old, new: newRoot, as: op.identity) else { continue }
                 if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
