@@ -35,11 +35,10 @@ final class RealtimeHub: RealtimeService {
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
-        let handler = RESTHandler(context: context)
         let name: String
         let namespace: Namespace
         do {
-            name = try handler.namespaceName(request, params: params)
+            name = try context.namespaceName(request, params: params)
             guard let ns = try context.namespace(name, create: true) else { throw RESTError(500, "no namespace") }
             namespace = ns
         } catch let error as RESTError {

@@ -47,4 +47,34 @@ final class ServerContext {
             throw RESTError(400, error.userMessage)
         }
     }
+
+    /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
+    func namespaceName(_ request: HTTPRequest, params: [String: String]) throws -> String {
+        if let ns = params["ns"], !ns.isEmpty { return ns }
+        if let host = request.header("host") {
+            let name = host.split(separator: ":").first.map(String.init) ?? host
+            let labels = name.split(separator: ".")
+            if labels.count >= 2, labels.last == "localhost" || labels.count >= 3,
+                !name.allSatisfy({ $0.isNumber || $0 == "." })
+            {
+                return String(labels[0])
+            }
+        }
+        return configuration.defaultNamespace
+    }
+
+    func identify(_ request: HTTPRequest, params: [String: String], namespace: String) throws -> Identity {
+        var bearer: String?
+        if let header = request.header("authorization") {
+            let parts = header.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" { bearer = String(parts[1]) }
+        }
+        do {
+            return try credentials.identify(
+                bearer: bearer, authParam: params["auth"] ?? params["access_token"],
+                override: params["auth_variable_override"], namespace: namespace)
+        } catch {
+            throw RESTError(401, error.userMessage)
+        }
+    }
 }
