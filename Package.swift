@@ -57,7 +57,7 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
-        tests("CanopyClientTests", ["CanopyClient", "CanopyCore"]),
+        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CSQLite"]),
         tests(
             "CanopyIntegrationTests",
             ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient"]

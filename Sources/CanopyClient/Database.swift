@@ -17,9 +17,8 @@ import Foundation
 /// values. Plain `ws://` only on Linux (TLS needs the Apple transport or a local TLS-terminating proxy).
 public final class Database: Sendable {
     let core: SyncCore
-    #if os(Linux)
-        private let loopThread: LoopThread
-    #endif
+    /// The network thread (Linux); nil for other transports.
+    private let loopThread: LoopThread?
 
     /// Opens a database and starts connecting.
     /// - Parameters:
@@ -30,11 +29,26 @@ public final class Database: Sendable {
     ///     everything in memory.
     ///   - options: reconnect policy, token refresher, timers.
     /// - Throws: `ClientError.invalidURL` or `.storage`.
-    public init(
+    public convenience init(
         url: URL, namespace: String, token: String? = nil, cacheDirectory: URL? = nil,
         options: DatabaseOptions = .init()
     ) throws {
         let endpoint = try Endpoint(url: url, namespace: namespace)
+        #if os(Linux)
+            let loop = try LoopThread()
+            try self.init(endpoint: endpoint, token: token, cacheDirectory: cacheDirectory, options: options, loop: loop,
+                          transport: loop.factory)
+        #else
+            try self.init(endpoint: endpoint, token: token, cacheDirectory: cacheDirectory, options: options, loop: nil,
+                          transport: URLSessionTransport.factory)
+        #endif
+    }
+
+    /// Opens a database over any transport (tests pass a scripted one).
+    init(
+        endpoint: Endpoint, token: String?, cacheDirectory: URL?, options: DatabaseOptions, loop: LoopThread?,
+        transport: @escaping TransportFactory
+    ) throws {
         var store: ClientStore?
         if let cacheDirectory {
             do {
@@ -42,16 +56,11 @@ public final class Database: Sendable {
             } catch {
                 throw ClientError.storage(reason: "cannot create the cache directory")
             }
-            let file = cacheDirectory.appendingPathComponent(Self.cacheFileName(namespace: namespace)).path
+            let file = cacheDirectory.appendingPathComponent(Self.cacheFileName(namespace: endpoint.namespace)).path
             store = try ClientStore(path: file)
         }
-        #if os(Linux)
-            loopThread = try LoopThread()
-            let factory = loopThread.factory
-        #else
-            let factory = URLSessionTransport.factory
-        #endif
-        core = SyncCore(endpoint: endpoint, token: token, store: store, options: options, transport: factory)
+        loopThread = loop
+        core = SyncCore(endpoint: endpoint, token: token, store: store, options: options, transport: transport)
         try core.sync { [core] in
             try core.loadPersistentState()
             core.connect()
@@ -60,9 +69,7 @@ public final class Database: Sendable {
 
     deinit {
         core.queue.async { [core] in core.shutdown() }
-        #if os(Linux)
-            loopThread.stop(afterMilliseconds: 2_500)
-        #endif
+        loopThread?.stop(afterMilliseconds: 2_500)
     }
 
     /// The cache file's name for a namespace (letters, digits, `-` and `_` kept; anything else hex-escaped).
@@ -139,8 +146,6 @@ public final class Database: Sendable {
                 continuation.resume()
             }
         }
-        #if os(Linux)
-            loopThread.stop(afterMilliseconds: 2_500)
-        #endif
+        loopThread?.stop(afterMilliseconds: 2_500)
     }
 }

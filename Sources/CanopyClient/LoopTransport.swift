@@ -3,7 +3,12 @@
 // TLS is not available on this path: `https`/`wss` URLs fail to connect with a clear error (Canopy is served
 // over plain HTTP behind a TLS proxy; the Apple transport does TLS).
 
-#if os(Linux)
+#if !os(Linux)
+    /// Only the Linux transport runs its own loop thread.
+    final class LoopThread: Sendable {
+        func stop(afterMilliseconds: Int64) {}
+    }
+#else
     import CanopyCore
     import CanopyNet
     import Foundation

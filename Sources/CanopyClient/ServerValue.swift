@@ -12,6 +12,6 @@ public enum ServerValue {
     public static func increment(_ delta: Int64) -> JSONValue { [".sv": ["increment": .int(delta)]] }
 
     /// The stored number plus `delta` (a double).
-    public static func increment(_ delta: Double) -> JSONValue { [".sv": ["increment": .double(delta)]] }
+    public static func increment(by delta: Double) -> JSONValue { [".sv": ["increment": .double(delta)]] }
 }
 
