@@ -392,7 +392,16 @@ final class WireSession {
     }
 
     private func reply(_ r: Int64?, _ status: String, _ message: String) {
-        reply(r, status, .string(message))
+        guard let r else { return }
+        // The common replies (`ok` with an empty message) are written straight to bytes, without a JSONValue.
+        var bytes = Array(#"{"t":"d","d":{"r":"#.utf8)
+        bytes += Array(String(r).utf8)
+        bytes += Array(#","b":{"s":"#.utf8)
+        JSONValue.string(status).write(into: &bytes)
+        bytes += Array(#","d":"#.utf8)
+        JSONValue.string(message).write(into: &bytes)
+        bytes += Array("}}}".utf8)
+        sendMessage(bytes)
     }
 
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
@@ -405,61 +414,78 @@ final class WireSession {
     }
 
     private func send(_ message: JSONValue) {
-        sendText(message.serialized())
+        var bytes: [UInt8] = []
+        message.write(into: &bytes)
+        sendMessage(bytes)
     }
 
     /// Pushes precomputed `d` messages (from `dataMessagePrefixes`), closing each with this listen's tag.
-    func push(_ prefixes: [String], tag: Int64?) {
-        let suffix = tag.map { ",\"t\":\($0)}}}" } ?? "}}}"
-        for prefix in prefixes { sendFrames(Self.frames(for: prefix + suffix)) }
+    func push(_ prefixes: [[UInt8]], tag: Int64?) {
+        send(Self.frames(closing: prefixes, tag: tag))
     }
 
-    /// Sends messages already cut into frames (`frames(for:)`); the fan-out cuts an untagged push once per group.
-    func sendFrames(_ frames: [String]) {
+    /// Sends frames encoded once for every session of a listen group (`frames(closing:tag:)`).
+    func send(_ frames: WebSocketFrames) {
         guard !closed else { return }
-        for frame in frames { socket.send(text: frame) }
+        socket.send(frames)
     }
 
-    /// The frames one message travels in: itself, or a piece count followed by pieces of at most 16384 UTF-16
-    /// units, cut on scalar boundaries (firebase-protocol.md §3.2). Linear in the message's UTF-8 bytes.
-    static func frames(for text: String) -> [String] {
-        if text.utf8.count <= maxFrameCharacters || text.utf16.count <= maxFrameCharacters { return [text] }
-        let bytes = Array(text.utf8)
-        var pieces: [String] = []
-        var start = 0
+    /// Sends one serialized message, split into counted pieces when it is longer than a frame may be.
+    private func sendMessage(_ message: [UInt8]) {
+        var frames = WebSocketFrames()
+        Self.appendMessage(message, to: &frames)
+        send(frames)
+    }
+
+    /// The frames of `d` pushes: each prefix closed with `tag` (if any) and the closing braces.
+    static func frames(closing prefixes: [[UInt8]], tag: Int64?) -> WebSocketFrames {
+        let suffix = Array((tag.map { ",\"t\":\($0)}}}" } ?? "}}}").utf8)
+        var frames = WebSocketFrames()
+        for prefix in prefixes { appendMessage(prefix + suffix, to: &frames) }
+        return frames
+    }
+
+    /// Appends the frames one message travels in: itself, or a piece count followed by pieces of at most 16384
+    /// UTF-16 units, cut on scalar boundaries (firebase-protocol.md §3.2). Linear in the message's UTF-8 bytes.
+    static func appendMessage(_ message: [UInt8], to frames: inout WebSocketFrames) {
+        // A UTF-8 byte count bounds the UTF-16 count from above, so short messages need no counting.
+        guard message.count > maxFrameCharacters else {
+            frames.appendText(message)
+            return
+        }
+        var cuts: [Int] = [0]
         var units = 0
         var index = 0
-        while index < bytes.count {
-            let lead = bytes[index]
+        while index < message.count {
+            let lead = message[index]
             let length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
             let width = length == 4 ? 2 : 1
             if units + width > maxFrameCharacters {
-                pieces.append(String(decoding: bytes[start..<index], as: UTF8.self))
-                start = index
+                cuts.append(index)
                 units = 0
             }
             units += width
             index += length
         }
-        if start < bytes.count { pieces.append(String(decoding: bytes[start...], as: UTF8.self)) }
-        return [String(pieces.count)] + pieces
+        guard cuts.count > 1 else {
+            frames.appendText(message)
+            return
+        }
+        cuts.append(message.count)
+        frames.appendText(Array(String(cuts.count - 1).utf8))
+        for (start, end) in zip(cuts, cuts.dropFirst()) { frames.appendText(message[start..<end]) }
     }
 
     /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
     /// group serializes each change once however many sessions listen.
-    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [String] {
+    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [[UInt8]] {
         updates.map { update in
             var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
             JSONValue.string(update.path.description).write(into: &bytes)
             bytes += Array(#","d":"#.utf8)
             update.value.json(export: true).write(into: &bytes)
-            return String(decoding: bytes, as: UTF8.self)
+            return bytes
         }
-    }
-
-    /// Sends one message, split into counted pieces when it is longer than a frame may be.
-    private func sendText(_ text: String) {
-        sendFrames(Self.frames(for: text))
     }
 
     private static func sessionID() -> String {

@@ -203,6 +203,13 @@ final class HTTPConnection {
         markDirty()
     }
 
+    /// Appends bytes that are already encoded (frames shared by a fan-out) to the output buffer.
+    func appendOutput(_ bytes: [UInt8]) {
+        guard !isClosed else { return }
+        output.append(contentsOf: bytes)
+        markDirty()
+    }
+
     func markDirty() {
         guard !isClosed else { return }
         server?.markDirty(self)
