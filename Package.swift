@@ -36,6 +36,13 @@ let package = Package(
             "CanopyServer",
             ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish"]
         ),
+        .target(
+            name: "CanopyClient",
+            dependencies: [
+                "CanopyCore", "CSQLite", .target(name: "CanopyNet", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: settings
+        ),
         .executableTarget(
             name: "canopy",
             dependencies: [
@@ -50,6 +57,10 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
-        tests("CanopyIntegrationTests", ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish"]),
+        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CSQLite"]),
+        tests(
+            "CanopyIntegrationTests",
+            ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient"]
+        ),
     ]
 )

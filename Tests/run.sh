@@ -19,9 +19,14 @@ swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' ||
 swift build -Xswiftc -warnings-as-errors >/dev/null
 
 echo "== swift test"
-CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel 2>&1 | tail -n 60 | tee .build/swift-test.log
-grep -qE '(Test run with [0-9]+ tests? .*passed|Executed [0-9]+ tests?, with 0 failures)' .build/swift-test.log \
-    || { echo "run.sh: swift test failed"; exit 1; }
+# The whole log goes to .build/swift-test.log; the console gets its summary lines and every failure, never cut off.
+CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel > .build/swift-test.log 2>&1 || true
+grep -E '^(✘|􀢄)|^Test run with|Executed [0-9]+ tests?|error:' .build/swift-test.log | head -n 200 || true
+if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log || grep -qE '^(✘|􀢄) ' .build/swift-test.log; then
+    echo "run.sh: swift test failed (whole log: .build/swift-test.log); its last lines:"
+    tail -n 40 .build/swift-test.log
+    exit 1
+fi
 
 echo "== interop (firebase-admin, pyrebase4)"
 venv=.build/interop-venv

@@ -12,6 +12,8 @@ final class RealtimeHub: RealtimeService {
     private var groupsByKey: [String: ListenGroup] = [:]
     private var sessions: [ObjectIdentifier: WireSession] = [:]
     private let logger = Logger(label: "canopy.realtime")
+    /// The `/.lp` long-polling transport.
+    private(set) lazy var longPoll = LongPollEndpoint(hub: self)
     /// Interval between SSE keep-alive events.
     var keepAliveMilliseconds: Int64 = 30_000
 
@@ -30,9 +32,13 @@ final class RealtimeHub: RealtimeService {
 
     // MARK: - WebSocket
 
-    func handles(_ request: HTTPRequest) -> Bool { request.path == "/.ws" }
+    func handles(_ request: HTTPRequest) -> Bool { request.path == "/.ws" || request.path == "/.lp" }
 
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        if request.path == "/.lp" {
+            longPoll.handle(request, responder)
+            return
+        }
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
         let name: String
@@ -52,6 +58,11 @@ final class RealtimeHub: RealtimeService {
         let session = WireSession(hub: self, namespace: namespace, socket: socket)
         sessions[ObjectIdentifier(session)] = session
         session.start(host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+    }
+
+    /// Registers a session opened by another transport (long polling).
+    func sessionOpened(_ session: WireSession) {
+        sessions[ObjectIdentifier(session)] = session
     }
 
     func sessionClosed(_ session: WireSession) {

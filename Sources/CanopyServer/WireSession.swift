@@ -1,4 +1,4 @@
-// WireSession -- one Firebase Realtime Database wire-protocol (v5) connection over a WebSocket.
+// WireSession -- one Firebase Realtime Database wire-protocol (v5) connection over a WebSocket or long polling.
 //
 // Envelopes (firebase-protocol.md §3): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
 // `{"t":"d","d":{"r":<n>,"a":<action>,"b":{…}}}`, responses `{"t":"d","d":{"r":<n>,"b":{"s":<status>,"d":…}}}`,
@@ -30,11 +30,22 @@ struct DisconnectOperation {
     var identity: Identity
 }
 
+/// What a `WireSession` reads frames from and writes frames to: a WebSocket, or a long-poll connection
+/// (`LongPollConnection`). Loop-confined. `onClose` fires when the peer or the server ends the transport.
+protocol WireTransport: AnyObject {
+    var onText: ((String) -> Void)? { get set }
+    var onClose: (() -> Void)? { get set }
+    func send(text: String)
+    func close(code: UInt16, reason: String)
+}
+
+extension WebSocketConnection: WireTransport {}
+
 /// Loop-confined protocol session.
 final class WireSession {
     unowned let hub: RealtimeHub
     let namespace: Namespace
-    let socket: WebSocketConnection
+    let socket: any WireTransport
     private(set) var identity: Identity = .anonymous
     private var listens: [String: WireListen] = [:]
     private var onDisconnect: [DisconnectOperation] = []
@@ -46,7 +57,7 @@ final class WireSession {
     static let maxMessageCharacters = 17 * 1024 * 1024
     static let maxFrameCharacters = 16384
 
-    init(hub: RealtimeHub, namespace: Namespace, socket: WebSocketConnection) {
+    init(hub: RealtimeHub, namespace: Namespace, socket: any WireTransport) {
         self.hub = hub
         self.namespace = namespace
         self.socket = socket

@@ -37,8 +37,8 @@ final class PublishBenchServer {
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { break }
             collected += String(decoding: data, as: UTF8.self)
-            if let range = collected.range(of: #"serving http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
-                found = Int(collected[range].split(separator: ":").last ?? "") ?? 0
+            if let range = collected.range(of: #"serving http://127\.0\.0\.1:[0-9]+ "#, options: .regularExpression) {
+                found = Int(collected[range].dropLast().split(separator: ":").last ?? "") ?? 0  // whole line only
                 break
             }
         }

@@ -202,22 +202,36 @@ final class SSERecorder: @unchecked Sendable {  // safe: `client` is used only b
         let admin = [("Authorization", "Bearer \(server.admin)")]
         let client = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
         let ns = PublishTests.ns
-        Thread.sleep(forTimeInterval: 0.3)  // the demo loads on the loop's first pass
-        var published = 0
-        let stopAt = Date().addingTimeInterval(1.5)
-        let killer = Thread { Thread.sleep(forTimeInterval: 1.0); server.kill9() }
-        killer.start()
-        while Date() < stopAt {
-            // Each round moves the welcome item between everyone and tier 101 only, then publishes.
-            let tierOnly = published % 2 == 0
-            let body = tierOnly ? #"{"checkAll":false,"tierIds":[101]}"# : #"{"checkAll":true,"tierIds":null}"#
-            guard (try? client.request("PATCH", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID.json?ns=\(ns)",
-                headers: admin, body: Array(body.utf8)))?.status == 200,
-                (try? client.request("POST", "/.canopy/publish?ns=\(ns)", headers: admin))?.status == 200
-            else { break }
-            published += 1
+        // The demo loads on the loop's first pass: wait until the item the rounds edit is there.
+        let item = "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID.json?ns=\(ns)"
+        let loadedBy = Date().addingTimeInterval(20)
+        while (try? client.request("GET", item, headers: admin))?.body == Array("null".utf8), Date() < loadedBy {
+            Thread.sleep(forTimeInterval: 0.05)
         }
-        #expect(published > 3)
+        // A publisher thread runs rounds until the daemon dies; the kill comes after a few have completed (a count,
+        // not a time, so a slow machine still kills mid-stream).
+        let published = Mutex(0)
+        let publisherDone = DispatchSemaphore(value: 0)
+        let port = server.port
+        let publisher = Thread {
+            defer { publisherDone.signal() }
+            let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 5)
+            while true {
+                // Each round moves the welcome item between everyone and tier 101 only, then publishes.
+                let tierOnly = published.withLock { $0 } % 2 == 0
+                let body = tierOnly ? #"{"checkAll":false,"tierIds":[101]}"# : #"{"checkAll":true,"tierIds":null}"#
+                guard (try? client.request("PATCH", item, headers: admin, body: Array(body.utf8)))?.status == 200,
+                    (try? client.request("POST", "/.canopy/publish?ns=\(ns)", headers: admin))?.status == 200
+                else { return }
+                published.withLock { $0 += 1 }
+            }
+        }
+        publisher.start()
+        let killBy = Date().addingTimeInterval(30)
+        while published.withLock({ $0 }) < 4 && Date() < killBy { Thread.sleep(forTimeInterval: 0.01) }
+        server.kill9()
+        _ = publisherDone.wait(timeout: .now() + 20)  // its next request fails; nothing reaches the restarted daemon
+        #expect(published.withLock { $0 } >= 4)
         let restarted = try ServerProcess(dataDirectory: data)
         defer { restarted.terminate() }
         let r = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(

@@ -1,0 +1,238 @@
+// SyncCore+Listens -- listens, server pushes, and computing each observer's visible value (events).
+
+import CanopyCore
+
+extension SyncCore {
+    /// The prefix of local-only locations (`.info/connected`, `.info/serverTimeOffset`).
+    static let infoKey = ".info"
+
+    // MARK: - observers
+
+    /// Registers a stream; delivers the current value at once when it is known. Queue only.
+    func addObserver(
+        path: Path, spec: QuerySpec, continuation: AsyncThrowingStream<DataSnapshot, any Error>.Continuation
+    ) -> Int {
+        let id = nextObserverID
+        nextObserverID += 1
+        guard !isClosed else {
+            continuation.finish(throwing: ClientError.closed)
+            return id
+        }
+        let isInfo = path.firstKey == Self.infoKey
+        let key = isInfo ? nil : ListenKey(path: path, query: spec.loadsAllData ? nil : spec)
+        observers[id] = Observer(path: path, spec: spec, key: key, continuation: continuation)
+        if let key { retain(key) }
+        deliver(id)
+        return id
+    }
+
+    /// Ends a stream (the consumer stopped). Queue only.
+    func removeObserver(_ id: Int) {
+        guard let observer = observers.removeValue(forKey: id), let key = observer.key else { return }
+        release(key)
+    }
+
+    /// Adds one user of a listen, sending `q` for a new one.
+    func retain(_ key: ListenKey) {
+        if listens[key] != nil {
+            listens[key]?.observers += 1
+            return
+        }
+        var state = ListenState(observers: 1)
+        if key.query != nil {
+            state.tag = nextTag
+            tags[nextTag] = key
+            nextTag += 1
+        }
+        listens[key] = state
+        if phase == .connected { sendListen(key) }
+    }
+
+    /// Drops one user of a listen, sending `n` when it was the last.
+    func release(_ key: ListenKey) {
+        guard var state = listens[key] else { return }
+        state.observers -= 1
+        guard state.observers <= 0 else {
+            listens[key] = state
+            return
+        }
+        listens[key] = nil
+        if let tag = state.tag { tags[tag] = nil }
+        if phase == .connected {
+            var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
+            if let query = key.query, let tag = state.tag {
+                body.append(JSONMember("q", query.wireObject()))
+                body.append(JSONMember("t", .int(tag)))
+            }
+            send("n", .object(body)) { _ in }
+        }
+    }
+
+    /// Sends `q` with the hash of the server data we hold for it (so an unchanged location is not resent).
+    func sendListen(_ key: ListenKey) {
+        guard let state = listens[key] else { return }
+        var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
+        body.append(JSONMember("h", .string(known.contains(key) || isKnown(key) ? serverView(key).hash : "")))
+        if let query = key.query, let tag = state.tag {
+            body.append(JSONMember("q", query.wireObject()))
+            body.append(JSONMember("t", .int(tag)))
+        }
+        send("q", .object(body)) { [weak self] outcome in
+            guard let self, case .reply(let status, let data) = outcome, self.listens[key]?.tag == state.tag else {
+                return
+            }
+            if status == "ok" {
+                self.listens[key]?.complete = true
+                self.known.insert(key)
+                self.markDirty(key)
+                self.refresh(affecting: key.path)
+                self.resumeCompletionWaiters(key, error: nil)
+            } else {
+                let message = data.stringValue ?? status
+                self.cancelListen(key, error: ClientError.from(status: status, message: message, path: key.path))
+            }
+        }
+    }
+
+    /// Ends every stream of a listen with `error` (a refused or revoked listen).
+    func cancelListen(_ key: ListenKey, error: ClientError) {
+        guard let state = listens.removeValue(forKey: key) else { return }
+        if let tag = state.tag { tags[tag] = nil }
+        for (id, observer) in observers where observer.key == key {
+            observers[id] = nil
+            observer.continuation.finish(throwing: error)
+        }
+        resumeCompletionWaiters(key, error: error)
+    }
+
+    // MARK: - server pushes
+
+    func handlePush(_ action: String, _ body: JSONValue) {
+        switch action {
+        case "d", "m":
+            guard let text = body["p"]?.stringValue, let path = try? Path(parsing: text) else { return }
+            let tag = body["t"]?.int64Value
+            var updates: [(Path, Node)] = []
+            if action == "d" {
+                updates.append((path, (try? Node.from(json: body["d"] ?? .null, at: path)) ?? .empty))
+            } else {
+                for member in body["d"]?.members ?? [] {
+                    guard let relative = try? Path(parsing: member.key) else { continue }
+                    let target = path.appending(relative)
+                    updates.append((target, (try? Node.from(json: member.value, at: target)) ?? .empty))
+                }
+            }
+            applyServer(updates, tag: tag)
+        case "c":
+            guard let text = body["p"]?.stringValue, let path = try? Path(parsing: text) else { return }
+            let query = body["q"]?[0].flatMap { try? QuerySpec.fromWire($0) }
+            for key in listens.keys where key.path == path && (query == nil || key.query == query) {
+                cancelListen(key, error: .permissionDenied(path: path.description))
+            }
+        case "ac":
+            logger.info("client.auth_revoked", ["status": body["s"]?.stringValue ?? ""])
+            refreshToken()
+        default:
+            return
+        }
+    }
+
+    /// Applies server data: untagged into the server tree, tagged into that query's window.
+    private func applyServer(_ updates: [(Path, Node)], tag: Int64?) {
+        if let tag {
+            guard let key = tags[tag] else { return }  // a push racing an unlisten
+            var view = queryViews[key] ?? .empty
+            for (path, node) in updates {
+                guard let relative = path.relative(to: key.path) else { continue }
+                view = view.setting(node, at: relative)
+            }
+            queryViews[key] = view
+            markDirty(key)
+            refresh(affecting: key.path)
+            return
+        }
+        for (path, node) in updates {
+            serverTree = serverTree.setting(node, at: path)
+            for key in listens.keys
+            where key.query == nil && (key.path.isAncestorOrSelf(of: path) || path.isAncestorOrSelf(of: key.path)) {
+                markDirty(key)
+            }
+            refresh(affecting: path)
+        }
+    }
+
+    // MARK: - views and events
+
+    /// The server's value for a listen (possibly stale or empty).
+    func serverView(_ key: ListenKey) -> Node {
+        key.query == nil ? serverTree.node(at: key.path) : queryViews[key] ?? .empty
+    }
+
+    /// Whether we hold server data for `key`, directly or through a default listen above it.
+    func isKnown(_ key: ListenKey) -> Bool {
+        if known.contains(key) { return true }
+        return known.contains { $0.query == nil && $0.path.isAncestorOrSelf(of: key.path) }
+    }
+
+    /// Whether the server confirmed `key`'s data on this connection (directly or through a listen above).
+    func isComplete(_ key: ListenKey) -> Bool {
+        if listens[key]?.complete == true { return true }
+        return listens.contains { $0.key.query == nil && $0.value.complete && $0.key.path.isAncestorOrSelf(of: key.path) }
+    }
+
+    /// The value an observer should see now, or nil when nothing is known yet.
+    private func visible(_ observer: Observer) -> (node: Node, fromCache: Bool)? {
+        guard let key = observer.key else {
+            let infoNode = (try? Node.from(json: .object(info.sorted { $0.key < $1.key }.map { JSONMember($0.key, $0.value) })))
+                ?? .empty
+            return (infoNode.node(at: observer.path.droppingFirst), false)
+        }
+        let complete = isComplete(key)
+        guard complete || isKnown(key) || writes.determines(key.path) else { return nil }
+        let local = writes.overlay(serverView(key), at: key.path)
+        let node = observer.spec.loadsAllData ? local : observer.spec.window(of: local)
+        return (node, !complete)
+    }
+
+    /// Sends the observer its visible value if it changed since the last event.
+    func deliver(_ id: Int) {
+        guard var observer = observers[id], let (node, fromCache) = visible(observer) else { return }
+        if let last = observer.last, last == node { return }
+        observer.last = node
+        observer.lastFromCache = fromCache
+        observers[id] = observer
+        observer.continuation.yield(
+            DataSnapshot(path: observer.path, node: node, spec: observer.spec, fromCache: fromCache))
+    }
+
+    /// Re-evaluates every observer whose location overlaps `path`.
+    func refresh(affecting path: Path) {
+        for (id, observer) in observers.sorted(by: { $0.key < $1.key })
+        where observer.path.isAncestorOrSelf(of: path) || path.isAncestorOrSelf(of: observer.path) {
+            deliver(id)
+        }
+    }
+
+    func setInfo(connected: Bool) {
+        info["connected"] = .bool(connected)
+        refresh(affecting: Path(segments: [Self.infoKey]))
+    }
+
+    // MARK: - waiting for data
+
+    /// Resumes `continuation` once `key`'s data is confirmed by the server (retaining the listen meanwhile).
+    func whenComplete(_ key: ListenKey, _ continuation: CheckedContinuation<Void, any Error>) {
+        if isComplete(key) {
+            continuation.resume()
+            return
+        }
+        completionWaiters[key, default: []].append(continuation)
+    }
+
+    func resumeCompletionWaiters(_ key: ListenKey, error: ClientError?) {
+        guard let waiters = completionWaiters.removeValue(forKey: key) else { return }
+        for waiter in waiters {
+            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+        }
+    }
+}

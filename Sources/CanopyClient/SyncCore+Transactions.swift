@@ -1,0 +1,110 @@
+// SyncCore+Transactions -- compare-and-set transactions, onDisconnect requests, and shutting the core down.
+
+import CanopyCore
+
+/// How one transaction attempt ended.
+enum TransactionAttempt: Sendable {
+    case committed
+    /// The server's value differed from the one the update ran on (`datastale`): run again.
+    case stale
+    case failed(ClientError)
+}
+
+extension SyncCore {
+    /// The value a transaction attempt runs on: the local view (server data + earlier pending writes). Queue only.
+    func transactionBase(_ path: Path) -> Node {
+        writes.overlay(serverTree.node(at: path), at: path)
+    }
+
+    /// Sends one attempt: applies `value` optimistically and sends `p` with the hash of `base`. Queue only.
+    func commitTransaction(
+        at path: Path, base: Node, value: JSONValue, completion: @escaping @Sendable (TransactionAttempt) -> Void
+    ) {
+        guard !isClosed else {
+            completion(.failed(.closed))
+            return
+        }
+        let id = nextWriteID
+        nextWriteID += 1
+        do {
+            var write = UserWrite(id: id, path: path, change: try resolve(value, at: path, merge: false), wire: value)
+            write.isTransaction = true
+            writes.append(write)
+        } catch {
+            completion(.failed(.invalidData(path: path.description, reason: error.userMessage)))
+            return
+        }
+        refresh(affecting: path)
+        request("p", ["p": .string(path.description), "d": value, "h": .string(base.hash)]) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
+            case .reply("ok", _):
+                self.complete(id, error: nil)
+                completion(.committed)
+            case .reply("datastale", _):
+                self.complete(id, error: nil)
+                completion(.stale)
+            case .reply(let status, let data):
+                let error = ClientError.from(status: status, message: data.stringValue ?? status, path: path)
+                self.complete(id, error: error)
+                completion(.failed(error))
+            case .disconnected:
+                let error = ClientError.disconnected(path: path.description)
+                self.complete(id, error: error)
+                completion(.failed(error))
+            }
+        }
+    }
+
+    /// Sends an onDisconnect request (`o`, `om`, `oc`), now or after the next handshake. Queue only.
+    func onDisconnectRequest(
+        _ action: String, at path: Path, data: JSONValue, completion: @escaping @Sendable (ClientError?) -> Void
+    ) {
+        guard !isClosed else {
+            completion(.closed)
+            return
+        }
+        request(action, ["p": .string(path.description), "d": data]) { outcome in
+            switch outcome {
+            case .reply("ok", _): completion(nil)
+            case .reply(let status, let data):
+                completion(.from(status: status, message: data.stringValue ?? status, path: path))
+            case .disconnected: completion(.disconnected(path: path.description))
+            }
+        }
+    }
+
+    /// Closes everything: the connection, streams, waiters, the cache file (flushed first). Queue only.
+    func shutdown() {
+        guard !isClosed else { return }
+        flushCache()
+        isClosed = true
+        refreshTimer?.cancel()
+        if phase != .idle {
+            phase = .idle
+            generation += 1
+            transport?.close()
+            transport = nil
+        }
+        let handlers = replyHandlers.sorted { $0.key < $1.key }.map(\.value) + deferred.map(\.handler)
+        replyHandlers = [:]
+        deferred = []
+        for handler in handlers { handler(.disconnected) }
+        for observer in observers.values { observer.continuation.finish() }
+        observers = [:]
+        for (_, waiters) in writeWaiters {
+            for waiter in waiters { waiter.resume(throwing: ClientError.closed) }
+        }
+        writeWaiters = [:]
+        for (_, waiters) in completionWaiters {
+            for waiter in waiters { waiter.resume(throwing: ClientError.closed) }
+        }
+        completionWaiters = [:]
+        setConnectionState(.closed)
+        for continuation in countContinuations.values { continuation.finish() }
+        for continuation in stateContinuations.values { continuation.finish() }
+        countContinuations = [:]
+        stateContinuations = [:]
+        store?.close()
+    }
+}

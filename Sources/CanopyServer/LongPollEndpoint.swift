@@ -1,0 +1,157 @@
+// LongPollEndpoint -- the `/.lp` transport: opens long-poll sessions, routes each request to its session by id and
+// password, and ends sessions that went quiet.
+
+import CanopyCore
+import CanopyNet
+
+/// All long-poll sessions of a daemon. Loop-confined; owned by the `RealtimeHub`.
+final class LongPollEndpoint {
+    unowned let hub: RealtimeHub
+    var limits = LongPollLimits()
+    private var connections: [String: LongPollConnection] = [:]
+    private var sweepTimer: TimerHandle?
+    private let logger = Logger(label: "canopy.longpoll")
+
+    init(hub: RealtimeHub) {
+        self.hub = hub
+    }
+
+    /// Live sessions.
+    var sessionCount: Int { connections.count }
+
+    /// Answers one `/.lp` request.
+    func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        do throws(LongPollError) {
+            switch try LongPollRequest.parse(request.query, limits: limits) {
+            case .start(let callbackID):
+                try start(request, callbackID: callbackID, responder)
+            case .poll(let credentials, let segments):
+                let connection = try lookUp(credentials)
+                do {
+                    try connection.received(segments, responder: responder)
+                } catch {
+                    logger.debug("lp.bad_segments", ["id": connection.id, "error": error.userMessage])
+                    connection.terminate()
+                    throw error
+                }
+            case .disconnectFrame(let credentials):
+                let connection = try lookUp(credentials)
+                responder.respond(
+                    HTTPResponse(
+                        status: 200,
+                        headers: [("Content-Type", "text/html; charset=utf-8")]
+                            + LongPollConnection.scriptHeaders.dropFirst(),
+                        body: LongPollScript.disconnectFrame(
+                            id: connection.id, password: connection.password, namespace: connection.namespaceName)
+                    ))
+            case .disconnect(let credentials):
+                let connection = try lookUp(credentials)
+                logger.debug("lp.client_left", ["id": connection.id])
+                connection.terminate()
+                responder.respond(LongPollConnection.response([]))
+            }
+        } catch {
+            respond(error, responder)
+        }
+    }
+
+    private func start(_ request: HTTPRequest, callbackID: String?, _ responder: HTTPResponder)
+        throws(LongPollError)
+    {
+        guard connections.count < limits.maxSessions else { throw .tooManySessions }
+        let context = hub.context
+        var params: [String: String] = [:]
+        for item in request.query where params[item.name] == nil { params[item.name] = item.value }
+        let namespace: Namespace
+        do {
+            let name = try context.namespaceName(request, params: params)
+            guard let opened = try context.namespace(name, create: true) else {
+                throw RESTError(500, "Namespace unavailable.")
+            }
+            namespace = opened
+        } catch let error as RESTError {
+            responder.respond(
+                LongPollConnection.response(Self.comment(error.message), status: error.status))
+            return
+        } catch {
+            responder.respond(LongPollConnection.response(Self.comment("\(error)"), status: 500))
+            return
+        }
+        var id = Self.randomToken()
+        while connections[id] != nil { id = Self.randomToken() }
+        let connection = LongPollConnection(
+            id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespace.name,
+            loop: hub.loop, limits: limits, clock: context.configuration.clock)
+        connection.onFinished = { [weak self] finished in
+            guard let self, self.connections[finished.id] === finished else { return }
+            self.connections[finished.id] = nil
+        }
+        connections[id] = connection
+        let session = WireSession(hub: hub, namespace: namespace, socket: connection)
+        hub.sessionOpened(session)
+        session.start(
+            host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+        responder.respond(LongPollConnection.response(connection.startResponseBody()))
+        logger.debug("lp.started", ["id": id, "ns": namespace.name])
+        scheduleSweep()
+    }
+
+    /// The session named by `credentials`; a wrong password is refused exactly like an unknown id.
+    private func lookUp(_ credentials: LongPollCredentials) throws(LongPollError)
+        -> LongPollConnection
+    {
+        guard let connection = connections[credentials.id], !connection.isClosed else {
+            throw .unknownSession
+        }
+        guard connection.accepts(password: credentials.password) else {
+            logger.info("lp.wrong_password", ["id": credentials.id])
+            throw .wrongPassword
+        }
+        return connection
+    }
+
+    private func respond(_ error: LongPollError, _ responder: HTTPResponder) {
+        responder.respond(
+            LongPollConnection.response(Self.comment(error.userMessage), status: error.status))
+    }
+
+    // MARK: - idle sessions
+
+    private func scheduleSweep() {
+        guard sweepTimer == nil else { return }
+        sweepTimer = hub.loop.schedule(afterMilliseconds: limits.sweepIntervalMilliseconds) {
+            [weak self] in
+            guard let self else { return }
+            self.sweepTimer = nil
+            self.sweep()
+            if !self.connections.isEmpty { self.scheduleSweep() }
+        }
+    }
+
+    /// Ends every session whose last request is older than the idle timeout.
+    private func sweep() {
+        let now = hub.context.configuration.clock.nowMilliseconds()
+        let idle = connections.values.filter {
+            now - $0.lastRequestAt >= limits.idleTimeoutMilliseconds
+        }
+        for connection in idle {
+            logger.debug("lp.idle_timeout", ["id": connection.id])
+            connection.terminate()
+        }
+    }
+
+    // MARK: - helpers
+
+    /// A JavaScript comment carrying `message` (one line), the body of refusals.
+    private static func comment(_ message: String) -> [UInt8] {
+        Array("// \(message.filter { $0 != "\n" && $0 != "\r" })\n".utf8)
+    }
+
+    /// 32 random letters and digits from the system's cryptographic generator.
+    private static func randomToken() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        var generator = SystemRandomNumberGenerator()
+        return String(
+            decoding: (0..<32).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,187 @@
+// LongPollTests -- the Firebase wire protocol over the `/.lp` long-polling transport, against the in-process daemon.
+
+import CanopyCore
+import CanopyNet
+import CanopyServer
+import Foundation
+import Synchronization
+import Testing
+
+/// A wall clock tests move by hand.
+final class LongPollTestClock: WallClock {
+    private let now = Atomic<Int64>(1_700_000_000_000)
+    func nowMilliseconds() -> Int64 { now.load(ordering: .relaxed) }
+    func advance(milliseconds: Int64) { now.add(milliseconds, ordering: .relaxed) }
+}
+
+@Suite struct LongPollTests {
+    func start(_ server: InProcessServer, _ ns: String) throws -> LongPollTestClient {
+        let client = try LongPollTestClient(port: server.port, namespace: ns)
+        let hello = try #require(client.waitFor { $0["t"] == "c" })
+        #expect(hello["d"]?["t"] == "h")
+        #expect(hello["d"]?["d"]?["v"] == "5")
+        #expect(hello["d"]?["d"]?["s"]?.stringValue?.isEmpty == false)
+        return client
+    }
+
+    func authAsAdmin(_ client: LongPollTestClient, _ server: InProcessServer) throws {
+        let r = try client.request("gauth", ["cred": .string(server.admin)], segmentSize: 24)
+        #expect(client.reply(r)?["d"]?["b"]?["s"] == "ok")
+    }
+
+    /// Polls `GET path` (as admin) until it returns `expected`, or gives up.
+    func eventually(_ server: InProcessServer, _ path: String, equals expected: JSONValue) throws
+        -> Bool
+    {
+        let http = server.client()
+        for _ in 0..<200 {
+            let answer = try http.json(
+                "GET", path + (path.contains("?") ? "&" : "?") + "auth=\(server.admin)")
+            if answer.json == expected { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    @Test func startAnswersJavaScriptThatIsNeverCached() throws {
+        try withServer { server in
+            let response = try server.client().request("GET", "/.lp?start=t&ser=5&cb=3&v=5&ns=lp0")
+            #expect(response.status == 200)
+            #expect(response.header("content-type")?.hasPrefix("application/javascript") == true)
+            #expect(response.header("cache-control")?.contains("no-store") == true)
+            let calls = LongPollTestClient.calls(in: response.text)
+            #expect(calls.map(\.name) == ["pLPCommand3", "pRTLPCB3"])
+            #expect(calls.first?.arguments.first == "start")
+            #expect(calls.last?.arguments.first == 0)
+            let id = try #require(calls.first?.arguments[1].stringValue)
+            let pw = try #require(calls.first?.arguments[2].stringValue)
+            #expect(
+                try server.client().request("GET", "/.lp?disconn=t&id=\(id)&pw=\(pw)&ns=lp0").status == 200)
+        }
+    }
+
+    @Test func sessionListensWritesAndRunsOnDisconnectWhenTheClientLeaves() throws {
+        try withServer { server in
+            let a = try start(server, "lp1")
+            a.startPolling()
+            try authAsAdmin(a, server)
+            // A listen whose messages span several segments and requests.
+            let q = try a.request("q", ["p": "/rooms", "h": ""], segmentSize: 8, segmentsPerRequest: 3)
+            let initial = try #require(a.push("d", path: "/rooms"))
+            #expect(initial["d"]?["b"]?["d"] == .null)
+            #expect(a.reply(q)?["d"]?["b"]?["s"] == "ok")
+            // A write by a WebSocket client reaches the long-poll listener.
+            let b = try WireTestClient(port: server.port, namespace: "lp1")
+            let gauth = b.request("gauth", ["cred": .string(server.admin)])
+            #expect(b.reply(gauth)?["d"]?["b"]?["s"] == "ok")
+            let w = b.request("p", ["p": "/rooms/r1", "d": ["name": "Lobby"]])
+            #expect(b.reply(w)?["d"]?["b"]?["s"] == "ok")
+            let change = try #require(a.push("d", path: "/rooms/r1"))
+            #expect(change["d"]?["b"]?["d"] == ["name": "Lobby"])
+            // A write over long polling, large enough to be cut into many segments.
+            let text = String(repeating: "é", count: 3000)
+            let p = try a.request("p", ["p": "/rooms/r2", "d": ["topic": .string(text)]])
+            #expect(a.reply(p)?["d"]?["b"]?["s"] == "ok")
+            #expect(a.push("d", path: "/rooms/r2")?["d"]?["b"]?["d"] == ["topic": .string(text)])
+            // A large server message (over one 16384-character frame) arrives whole.
+            let big = String(repeating: "x", count: 40_000)
+            let w2 = b.request("p", ["p": "/rooms/r3", "d": .string(big)])
+            #expect(b.reply(w2)?["d"]?["b"]?["s"] == "ok")
+            #expect(a.push("d", path: "/rooms/r3")?["d"]?["b"]?["d"] == .string(big))
+            // onDisconnect runs when the client reports leaving; the held poll is told to close.
+            let o = try a.request("o", ["p": "/presence/a", "d": "offline"])
+            #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
+            #expect(try a.disconnect() == 200)
+            #expect(try eventually(server, "/presence/a.json?ns=lp1", equals: "offline"))
+            for _ in 0..<200 where !a.isStopped { Thread.sleep(forTimeInterval: 0.02) }
+            #expect(a.isStopped)
+            #expect(a.closeCommands == 1)
+            // The session is gone: its id no longer answers.
+            #expect(try a.sendSegments([]) == 404)
+            b.close()
+        }
+    }
+
+    @Test func wrongPasswordNeitherReadsNorWrites() throws {
+        try withServer { server in
+            let a = try start(server, "lp2")
+            a.startPolling()
+            try authAsAdmin(a, server)
+            let o = try a.request("o", ["p": "/presence/a", "d": "offline"])
+            #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
+            // A request with the right id but a guessed password carries an admin write: refused, not applied.
+            let forged = a.segment(
+                ["t": "d", "d": ["r": 99, "a": "p", "b": ["p": "/stolen", "d": true]]], size: 1840,
+                consume: false)
+            #expect(try a.sendSegments(forged, password: "guessedPassword123") == 404)
+            #expect(try a.disconnect(password: "guessedPassword123") == 404)
+            let frame = try server.client().request(
+                "GET", "/.lp?dframe=t&id=\(a.id)&pw=guessedPassword123&ns=lp2")
+            #expect(frame.status == 404)
+            #expect(
+                try server.client().request("GET", "/.lp?id=nosuchsession&pw=\(a.password)&ser=1").status
+                    == 404)
+            #expect(try eventually(server, "/stolen.json?ns=lp2", equals: .null))
+            // The real session is untouched: the refused disconnect ran no onDisconnect, and it still works.
+            #expect(try eventually(server, "/presence/a.json?ns=lp2", equals: .null))
+            let p = try a.request("p", ["p": "/mine", "d": 1])
+            #expect(a.reply(p)?["d"]?["b"]?["s"] == "ok")
+            #expect(a.waitFor(timeout: 0.5) { $0["d"]?["r"] == 99 } == nil)
+            #expect(try a.disconnect() == 200)
+            #expect(try eventually(server, "/presence/a.json?ns=lp2", equals: "offline"))
+        }
+    }
+
+    @Test func outOfOrderAndRepeatedSegmentsAreReassembledOnce() throws {
+        try withServer { server in
+            let a = try start(server, "lp3")
+            a.startPolling()
+            let auth = a.segment(
+                ["t": "d", "d": ["r": 1, "a": "gauth", "b": ["cred": .string(server.admin)]]], size: 10)
+            #expect(auth.count >= 3)
+            // Last segment first, then the rest in reverse, with a repeat of one already waiting.
+            #expect(try a.sendSegments([auth[auth.count - 1]]) == 200)
+            #expect(try a.sendSegments(Array(auth.dropLast().reversed()) + [auth[auth.count - 1]]) == 200)
+            #expect(a.reply(1)?["d"]?["b"]?["s"] == "ok")
+            // A repeat of a consumed segment (a retried request) is ignored, not handled twice.
+            #expect(try a.sendSegments([auth[0]]) == 200)
+            #expect(a.waitFor(timeout: 0.5) { $0["d"]?["r"] == 1 } == nil)
+            // The next message, interleaved across two requests out of order.
+            let write = a.segment(
+                ["t": "d", "d": ["r": 2, "a": "p", "b": ["p": "/n", "d": 42]]], size: 12)
+            #expect(try a.sendSegments(Array(write.suffix(from: 1))) == 200)
+            #expect(try a.sendSegments([write[0]]) == 200)
+            #expect(a.reply(2)?["d"]?["b"]?["s"] == "ok")
+            #expect(try eventually(server, "/n.json?ns=lp3", equals: 42))
+            #expect(try a.disconnect() == 200)
+        }
+    }
+
+    @Test func badSegmentsEndTheSession() throws {
+        try withServer { server in
+            let a = try start(server, "lp4")
+            #expect(try a.sendSegments([(0, 1, "not*base64")]) == 400)  // refused before the session is looked up
+            #expect(try a.sendSegments([(1_000_000, 1, "e30.")]) == 413)  // far beyond the reassembly window
+            #expect(try a.sendSegments([]) == 404)
+            let b = try start(server, "lp4")
+            #expect(try b.sendSegments([(0, 1, "bm90IGpzb24.")]) == 200)  // "not json": the session closes it
+            #expect(try b.sendSegments([]) == 404)
+        }
+    }
+
+    @Test func idleSessionTimesOutAndRunsOnDisconnect() throws {
+        let clock = LongPollTestClock()
+        let useClock: (inout ServerConfiguration) -> Void = { $0.clock = clock }
+        try withServer(configure: useClock) { server in
+            let a = try start(server, "lp5")
+            a.startPolling()
+            try authAsAdmin(a, server)
+            let o = try a.request("o", ["p": "/presence/a", "d": "gone"])
+            #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
+            #expect(try eventually(server, "/presence/a.json?ns=lp5", equals: .null))
+            clock.advance(milliseconds: 10 * 60 * 1000)
+            #expect(try eventually(server, "/presence/a.json?ns=lp5", equals: "gone"))
+            #expect(try a.sendSegments([]) == 404)
+        }
+    }
+}
