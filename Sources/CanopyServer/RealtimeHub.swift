@@ -212,26 +212,26 @@ final class RealtimeHub: RealtimeService {
             for subscriber in group.sse { subscriber.stream.send(bytes) }
         }
         guard !group.wire.isEmpty else { return }
-        let prefixes = WireSession.dataMessagePrefixes(updates)
-        var untagged: WebSocketFrames?
-        var tagged: [Int64: WebSocketFrames] = [:]
+        let prefixes = WireMessages.dataMessagePrefixes(updates)
+        var untagged: WireMessages?
+        var tagged: [Int64: WireMessages] = [:]
         for listen in group.wire {
             guard let session = listen.session else { continue }
-            let frames: WebSocketFrames
+            let messages: WireMessages
             if let tag = listen.tag {
                 if let known = tagged[tag] {
-                    frames = known
+                    messages = known
                 } else {
-                    frames = WireSession.frames(closing: prefixes, tag: tag)
-                    tagged[tag] = frames
+                    messages = WireMessages(closing: prefixes, tag: tag)
+                    tagged[tag] = messages
                 }
             } else if let known = untagged {
-                frames = known
+                messages = known
             } else {
-                frames = WireSession.frames(closing: prefixes, tag: nil)
-                untagged = frames
+                messages = WireMessages(closing: prefixes, tag: nil)
+                untagged = messages
             }
-            session.send(frames)
+            session.send(messages)
         }
     }
 

@@ -36,10 +36,10 @@ protocol WireTransport: AnyObject {
     var onText: ((String) -> Void)? { get set }
     var onClose: (() -> Void)? { get set }
     func send(text: String)
+    /// Sends messages serialized (and framed) once for many sessions; see `WireMessages`.
+    func send(_ messages: WireMessages)
     func close(code: UInt16, reason: String)
 }
-
-extension WebSocketConnection: WireTransport {}
 
 /// Loop-confined protocol session.
 final class WireSession {
@@ -55,7 +55,6 @@ final class WireSession {
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
     static let maxMessageCharacters = 17 * 1024 * 1024
-    static let maxFrameCharacters = 16384
 
     init(hub: RealtimeHub, namespace: Namespace, socket: any WireTransport) {
         self.hub = hub
@@ -226,7 +225,7 @@ final class WireSession {
             self.listens[key] = listen
             let value = group.currentValue(in: snapshot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
-                self.push(Self.dataMessagePrefixes([(path, value)]), tag: tag)
+                self.push(WireMessages.dataMessagePrefixes([(path, value)]), tag: tag)
             }
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
             self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
@@ -430,73 +429,20 @@ final class WireSession {
         sendMessage(bytes)
     }
 
-    /// Pushes precomputed `d` messages (from `dataMessagePrefixes`), closing each with this listen's tag.
+    /// Pushes precomputed `d` messages (from `WireMessages.dataMessagePrefixes`), closed with this listen's tag.
     func push(_ prefixes: [[UInt8]], tag: Int64?) {
-        send(Self.frames(closing: prefixes, tag: tag))
+        send(WireMessages(closing: prefixes, tag: tag))
     }
 
-    /// Sends frames encoded once for every session of a listen group (`frames(closing:tag:)`).
-    func send(_ frames: WebSocketFrames) {
+    /// Sends messages encoded once for every session of a listen group.
+    func send(_ messages: WireMessages) {
         guard !closed else { return }
-        socket.send(frames)
+        socket.send(messages)
     }
 
-    /// Sends one serialized message, split into counted pieces when it is longer than a frame may be.
+    /// Sends one serialized message.
     private func sendMessage(_ message: [UInt8]) {
-        var frames = WebSocketFrames()
-        Self.appendMessage(message, to: &frames)
-        send(frames)
-    }
-
-    /// The frames of `d` pushes: each prefix closed with `tag` (if any) and the closing braces.
-    static func frames(closing prefixes: [[UInt8]], tag: Int64?) -> WebSocketFrames {
-        let suffix = Array((tag.map { ",\"t\":\($0)}}}" } ?? "}}}").utf8)
-        var frames = WebSocketFrames()
-        for prefix in prefixes { appendMessage(prefix + suffix, to: &frames) }
-        return frames
-    }
-
-    /// Appends the frames one message travels in: itself, or a piece count followed by pieces of at most 16384
-    /// UTF-16 units, cut on scalar boundaries (firebase-protocol.md §3.2). Linear in the message's UTF-8 bytes.
-    static func appendMessage(_ message: [UInt8], to frames: inout WebSocketFrames) {
-        // A UTF-8 byte count bounds the UTF-16 count from above, so short messages need no counting.
-        guard message.count > maxFrameCharacters else {
-            frames.appendText(message)
-            return
-        }
-        var cuts: [Int] = [0]
-        var units = 0
-        var index = 0
-        while index < message.count {
-            let lead = message[index]
-            let length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
-            let width = length == 4 ? 2 : 1
-            if units + width > maxFrameCharacters {
-                cuts.append(index)
-                units = 0
-            }
-            units += width
-            index += length
-        }
-        guard cuts.count > 1 else {
-            frames.appendText(message)
-            return
-        }
-        cuts.append(message.count)
-        frames.appendText(Array(String(cuts.count - 1).utf8))
-        for (start, end) in zip(cuts, cuts.dropFirst()) { frames.appendText(message[start..<end]) }
-    }
-
-    /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
-    /// group serializes each change once however many sessions listen.
-    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [[UInt8]] {
-        updates.map { update in
-            var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
-            JSONValue.string(update.path.description).write(into: &bytes)
-            bytes += Array(#","d":"#.utf8)
-            update.value.json(export: true).write(into: &bytes)
-            return bytes
-        }
+        send(WireMessages(texts: [message]))
     }
 
     private static func sessionID() -> String {
