@@ -7,16 +7,20 @@ public struct DatabaseOptions: Sendable {
     /// Called for a fresh token shortly before the current one expires, when the server revokes it (`ac`), and
     /// when it is refused; the new token is presented on the live connection. Return nil to keep the old one.
     public var tokenRefresher: (@Sendable () async -> String?)?
-    /// Seconds without traffic before the keep-alive frame is sent (Firebase: 45).
+    /// Seconds without traffic before a ping is sent (Firebase: 45). A connection that received nothing for
+    /// twice this long (the server answers every ping) is treated as dead and replaced.
     public var keepAliveInterval: Double
+    /// Seconds to wait for the server's handshake after starting to connect (Firebase: 30).
+    public var connectTimeout: Double
     /// Seconds to gather changed server values before writing them to the cache file.
     public var cacheFlushDelay: Double
 
     /// Creates options.
     public init(
         reconnect: ReconnectPolicy = ReconnectPolicy(), tokenRefresher: (@Sendable () async -> String?)? = nil,
-        keepAliveInterval: Double = 45, cacheFlushDelay: Double = 0.1
+        keepAliveInterval: Double = 45, connectTimeout: Double = 30, cacheFlushDelay: Double = 0.1
     ) {
+        self.connectTimeout = connectTimeout
         self.reconnect = reconnect
         self.tokenRefresher = tokenRefresher
         self.keepAliveInterval = keepAliveInterval

@@ -20,12 +20,19 @@ extension SyncCore {
         } catch {
             logger.warning("client.transport_failed", ["reason": "\(error)"])
             connectionLost()
+            return
+        }
+        queue.asyncAfter(deadline: .now() + options.connectTimeout) { [weak self] in
+            guard let self, self.generation == attempt, self.phase == .connecting else { return }
+            self.logger.info("client.connect_timeout")
+            self.connectionLost()
         }
     }
 
     private func transportEvent(_ event: TransportEvent, attempt: Int) {
         guard attempt == generation, phase != .idle else { return }
         lastTraffic = Date()
+        lastReceived = lastTraffic
         switch event {
         case .opened:
             return  // the server speaks first (handshake)
@@ -53,6 +60,7 @@ extension SyncCore {
             }
             phase = .connected
             connectedAt = Date()
+            authFailures = 0
             restore()
             setInfo(connected: true)
             setConnectionState(.connected)
@@ -134,14 +142,22 @@ extension SyncCore {
         }
     }
 
-    /// Sends the keep-alive frame `"0"` after 45 s without traffic (protocol doc §3.4).
+    /// Pings after `keepAliveInterval` without traffic (the server answers `o`, protocol doc §3.3–3.4) and
+    /// replaces a connection that received nothing for twice that long: a dead Wi-Fi link may never report a
+    /// TCP error.
     private func scheduleKeepAlive(attempt: Int) {
         let interval = options.keepAliveInterval
-        queue.asyncAfter(deadline: .now() + interval) { [weak self] in
+        queue.asyncAfter(deadline: .now() + interval / 2) { [weak self] in
             guard let self, self.generation == attempt, self.phase == .connected else { return }
-            if Date().timeIntervalSince(self.lastTraffic) >= interval {
-                self.transport?.send("0")
-                self.lastTraffic = Date()
+            let now = Date()
+            if now.timeIntervalSince(self.lastReceived) >= 2 * interval {
+                self.logger.info("client.connection_dead")
+                self.connectionLost(immediately: true)
+                return
+            }
+            if now.timeIntervalSince(self.lastTraffic) >= interval {
+                self.transport?.send(#"{"t":"c","d":{"t":"p","d":{}}}"#)
+                self.lastTraffic = now
             }
             self.scheduleKeepAlive(attempt: attempt)
         }
@@ -170,10 +186,13 @@ extension SyncCore {
             defer { completion?() }
             guard let self, case .reply(let status, let data) = outcome else { return }
             if status == "ok" {
+                self.authFailures = 0
                 self.scheduleTokenRefresh(expires: data["expires"]?.int64Value)
             } else {
+                // The server keeps the socket and treats us as unauthenticated; a refresher may fix the token.
                 self.logger.warning("client.auth_failed", ["status": status])
-                self.refreshToken()
+                self.authFailures += 1
+                if self.authFailures <= 3 { self.refreshToken() }
             }
         }
     }

@@ -58,8 +58,13 @@ extension SyncCore {
     func flushCache() {
         flushScheduled = false
         guard let store, !dirty.isEmpty else { return }
-        let keys = dirty
+        var keys = dirty
         dirty = []
+        // Rows of cached locations below a changed one are rewritten too, so no older row below a newer one
+        // survives (loading applies deeper rows last).
+        for key in keys where key.query == nil {
+            for other in known where other.query == nil && key.path.isAncestor(of: other.path) { keys.insert(other) }
+        }
         var rows: [CachedValue] = []
         for key in keys where known.contains(key) || listens[key]?.complete == true {
             let query = key.query.map { $0.wireObject().serialized() } ?? ""

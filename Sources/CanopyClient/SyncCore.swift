@@ -81,7 +81,11 @@ final class SyncCore: @unchecked Sendable {
     var replyHandlers: [Int64: (RequestOutcome) -> Void] = [:]
     /// Requests waiting for a connection (onDisconnect registrations, transaction puts).
     var deferred: [(action: String, body: JSONValue, handler: (RequestOutcome) -> Void)] = []
+    /// When a frame was last sent or received, and last received (liveness).
     var lastTraffic = Date()
+    var lastReceived = Date()
+    /// Auth replies refused in a row on this connection (the refresher is asked at most 3 times).
+    var authFailures = 0
     let serverOffset: ServerTimeOffset
 
     // data

@@ -16,6 +16,8 @@ final class ScriptedConnection: ClientTransport, Sendable {
     init(events: @escaping @Sendable (TransportEvent) -> Void) { self.events = events }
 
     func send(_ text: String) { sent.withLock { $0.append(text) } }
+    /// Every frame sent, raw.
+    var frames: [String] { sent.withLock { $0 } }
     func close() { closed.store(true, ordering: .relaxed) }
     var isClosed: Bool { closed.load(ordering: .relaxed) }
 
@@ -100,11 +102,14 @@ func poll(_ condition: @Sendable () -> Bool) async -> Bool {
     return condition()
 }
 
-func scriptedDatabase(_ network: ScriptedNetwork, token: String? = nil, cache: URL? = nil) throws -> Database {
+let scriptedOptions = DatabaseOptions(reconnect: ReconnectPolicy(initialDelay: 0.01, maxDelay: 0.05))
+
+func scriptedDatabase(
+    _ network: ScriptedNetwork, token: String? = nil, cache: URL? = nil, options: DatabaseOptions = scriptedOptions
+) throws -> Database {
     try Database(
         endpoint: Endpoint(url: URL(string: "http://127.0.0.1:1")!, namespace: "test"), token: token,
-        cacheDirectory: cache, options: DatabaseOptions(reconnect: ReconnectPolicy(initialDelay: 0.01, maxDelay: 0.05)),
-        loop: nil, transport: network.factory)
+        cacheDirectory: cache, options: options, loop: nil, transport: network.factory)
 }
 
 extension Database {

@@ -134,4 +134,57 @@ import Testing
         #expect(try await watcher.ref("presence/u2").getValue().exists == false)
         await watcher.close()
     }
+
+    @Test(.timeLimit(.minutes(1))) func everyWriteKindAndServerValues() async throws {
+        let server = try InProcessServer()
+        defer { server.stop() }
+        let db = try clientDatabase(port: server.port, namespace: "sync7", token: server.admin)
+        let root = SnapshotRecorder(db.ref("room"))
+        #expect(await eventually { root.last == .null })
+        let message = db.ref("room/messages").childByAutoId()
+        #expect(message.key?.count == 20)
+        #expect(message.parent?.path == "/room/messages")
+        message.setValue(["text": "hi", "at": Database.serverTimestamp])
+        // The local estimate shows at once: a number, not the placeholder.
+        #expect(await eventually { root.last?["messages"]?[message.key!]?["at"]?.int64Value != nil })
+        db.ref("room").updateChildValues(["title": "Lobby", "meta/open": true, "visits": ServerValue.increment(2)])
+        try await db.ref("room/gone").setValue(1).synced()
+        try await db.ref("room/gone").removeValue().synced()
+        #expect(await eventually { db.pendingWriteCount == 0 })
+        let other = try clientDatabase(port: server.port, namespace: "sync7", token: server.admin)
+        let seen = try await other.ref("room").getValue()
+        #expect(seen.child("title").value == "Lobby")
+        #expect(seen.child("meta/open").value == true)
+        #expect(seen.child("visits").value == 2)
+        #expect(!seen.hasChild("gone"))
+        let at = try #require(seen.child("messages").child(message.key!).child("at").value.int64Value)
+        #expect(abs(at - SystemClock().nowMilliseconds()) < 60_000)
+        #expect(await eventually { root.last == seen.value })
+        await other.close()
+        await db.close()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func rangeQueriesMatchTheServer() async throws {
+        let server = try InProcessServer()
+        defer { server.stop() }
+        let db = try clientDatabase(port: server.port, namespace: "sync8", token: server.admin)
+        try await db.ref("d").setValue([
+            "a": ["h": 1], "b": ["h": 5], "c": ["h": 3], "e": ["h": 9], "f": ["h": 3],
+        ]).synced()
+        let middle = SnapshotRecorder(db.ref("d").orderByChild("h").startAt(3).endAt(5))
+        let threes = SnapshotRecorder(db.ref("d").orderByChild("h").equalTo(3, key: "f"))
+        let firstKeys = SnapshotRecorder(db.ref("d").orderByKey().startAfter("b").limitToFirst(2))
+        #expect(await eventually { middle.last == ["b": ["h": 5], "c": ["h": 3], "f": ["h": 3]] })
+        #expect(middle.all.last?.children.map(\.key) == ["c", "f", "b"])
+        #expect(await eventually { threes.last == ["f": ["h": 3]] })
+        #expect(await eventually { firstKeys.last == ["c": ["h": 3], "e": ["h": 9]] })
+        // Another client's change moves children in and out of the windows.
+        let other = try clientDatabase(port: server.port, namespace: "sync8", token: server.admin)
+        try await other.ref("d/e/h").setValue(4).synced()
+        try await other.ref("d/c").removeValue().synced()
+        #expect(await eventually { middle.last == ["b": ["h": 5], "e": ["h": 4], "f": ["h": 3]] })
+        #expect(await eventually { firstKeys.last == ["e": ["h": 4], "f": ["h": 3]] })
+        await other.close()
+        await db.close()
+    }
 }
