@@ -177,11 +177,24 @@ final class RealtimeHub: RealtimeService {
         // the paths of an operation that overlap it (a publish touches thousands of locations).
         var order: [ListenGroup] = []
         var updatesByGroup: [ObjectIdentifier: [(path: Path, value: Node)]] = [:]
+        func collect(_ updates: [(path: Path, value: Node)], for group: ListenGroup) {
+            if updates.isEmpty { return }
+            let id = ObjectIdentifier(group)
+            if updatesByGroup[id] == nil { order.append(group) }
+            updatesByGroup[id, default: []] += updates
+        }
         var groupOrder: [ListenGroup] = []
         var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
         var previous = before
         for operation in operations {
             defer { previous = operation.root }
+            if operation.paths.count == 1 {
+                // One path (every `p` and most merges): each overlapping group gets exactly that path.
+                for group in tree.groups(overlapping: operation.paths[0]) {
+                    collect(group.updates(before: previous, after: operation.root, changedPaths: operation.paths), for: group)
+                }
+                continue
+            }
             groupOrder.removeAll(keepingCapacity: true)
             pathsByGroup.removeAll(keepingCapacity: true)
             for path in operation.paths {
@@ -192,11 +205,8 @@ final class RealtimeHub: RealtimeService {
                 }
             }
             for group in groupOrder {
-                let id = ObjectIdentifier(group)
-                let updates = group.updates(before: previous, after: operation.root, changedPaths: pathsByGroup[id]!)
-                if updates.isEmpty { continue }
-                if updatesByGroup[id] == nil { order.append(group) }
-                updatesByGroup[id, default: []] += updates
+                let paths = pathsByGroup[ObjectIdentifier(group)]!
+                collect(group.updates(before: previous, after: operation.root, changedPaths: paths), for: group)
             }
         }
         for group in order {
