@@ -57,6 +57,7 @@ final class ListenerTree<Group: AnyObject> {
             point = next
             found += point.groups
         }
+        if point.children.isEmpty { return found }
         var stack = Array(point.children.values)
         while let next = stack.popLast() {
             found += next.groups

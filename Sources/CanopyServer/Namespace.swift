@@ -144,17 +144,21 @@ public final class Namespace {
     static func mutations(for path: Path, before: Node, after: Node) -> [StoreMutation] {
         var target = path
         if target.lastKey == ".priority", let parent = target.parent { target = parent }
+        // Walk both trees down `target` once, stopping at the first ancestor that was a leaf or became empty;
+        // `newNode` ends as the new node at `region`.
         var region = target
-        var prefix = Path.root
-        for key in target.segments {
-            if before.node(at: prefix).isLeaf || after.node(at: prefix).isEmpty {
-                region = prefix
+        var oldNode = before
+        var newNode = after
+        for (depth, key) in target.segments.enumerated() {
+            if oldNode.isLeaf || newNode.isEmpty {
+                region = Path(segments: Array(target.segments.prefix(depth)))
                 break
             }
-            prefix = prefix.child(key)
+            oldNode = oldNode.child(key)
+            newNode = newNode.child(key)
         }
         var out: [StoreMutation] = [.deleteSubtree(path: region.segments)]
-        after.node(at: region).forEachRecord(under: region.segments) { record in
+        newNode.forEachRecord(under: region.segments) { record in
             switch record {
             case .leaf(let path, let value, let priority): out.append(.putLeaf(path: path, value: value, priority: priority))
             case .priority(let path, let priority): out.append(.putPriority(path: path, priority: priority))

@@ -177,52 +177,71 @@ final class RealtimeHub: RealtimeService {
         // the paths of an operation that overlap it (a publish touches thousands of locations).
         var order: [ListenGroup] = []
         var updatesByGroup: [ObjectIdentifier: [(path: Path, value: Node)]] = [:]
+        func collect(_ updates: [(path: Path, value: Node)], for group: ListenGroup) {
+            if updates.isEmpty { return }
+            let id = ObjectIdentifier(group)
+            if updatesByGroup[id] == nil { order.append(group) }
+            updatesByGroup[id, default: []] += updates
+        }
+        var groupOrder: [ListenGroup] = []
+        var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
         var previous = before
         for operation in operations {
-            var groupOrder: [ListenGroup] = []
-            var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
+            defer { previous = operation.root }
+            if operation.paths.count == 1 {
+                // One path (every `p` and most merges): each overlapping group gets exactly that path.
+                for group in tree.groups(overlapping: operation.paths[0]) {
+                    collect(group.updates(before: previous, after: operation.root, changedPaths: operation.paths), for: group)
+                }
+                continue
+            }
+            groupOrder.removeAll(keepingCapacity: true)
+            pathsByGroup.removeAll(keepingCapacity: true)
             for path in operation.paths {
                 for group in tree.groups(overlapping: path) {
                     let id = ObjectIdentifier(group)
-                    if pathsByGroup[id] == nil {
-                        groupOrder.append(group)
-                        pathsByGroup[id] = []
-                    }
-                    pathsByGroup[id]!.append(path)
+                    if pathsByGroup[id] == nil { groupOrder.append(group) }
+                    pathsByGroup[id, default: []].append(path)
                 }
             }
             for group in groupOrder {
-                let id = ObjectIdentifier(group)
-                let updates = group.updates(before: previous, after: operation.root, changedPaths: pathsByGroup[id]!)
-                if updates.isEmpty { continue }
-                if updatesByGroup[id] == nil {
-                    order.append(group)
-                    updatesByGroup[id] = []
-                }
-                updatesByGroup[id]! += updates
+                let paths = pathsByGroup[ObjectIdentifier(group)]!
+                collect(group.updates(before: previous, after: operation.root, changedPaths: paths), for: group)
             }
-            previous = operation.root
         }
         for group in order {
-            let updates = updatesByGroup[ObjectIdentifier(group)]!
-            if !group.sse.isEmpty {
-                let bytes = group.sseBytes(updates)
-                for subscriber in group.sse { subscriber.stream.send(bytes) }
-            }
-            if !group.wire.isEmpty {
-                let messages = WireSession.dataMessagePrefixes(updates)
-                // Untagged listens all get the same text: close and cut it into frames once for the group.
-                var untagged: [[String]]?
-                for listen in group.wire {
-                    guard let session = listen.session else { continue }
-                    if listen.tag != nil {
-                        session.push(messages, tag: listen.tag)
-                        continue
-                    }
-                    if untagged == nil { untagged = messages.map { WireSession.frames(for: $0 + "}}}") } }
-                    for frames in untagged! { session.sendFrames(frames) }
+            deliver(updatesByGroup[ObjectIdentifier(group)]!, to: group)
+        }
+    }
+
+    /// Sends one group's updates to its listeners: serialized once, and for wire listens framed once per tag (all
+    /// untagged listens share one encoding), so each connection only copies finished frames into its output.
+    private func deliver(_ updates: [(path: Path, value: Node)], to group: ListenGroup) {
+        if !group.sse.isEmpty {
+            let bytes = group.sseBytes(updates)
+            for subscriber in group.sse { subscriber.stream.send(bytes) }
+        }
+        guard !group.wire.isEmpty else { return }
+        let prefixes = WireMessages.dataMessagePrefixes(updates)
+        var untagged: WireMessages?
+        var tagged: [Int64: WireMessages] = [:]
+        for listen in group.wire {
+            guard let session = listen.session else { continue }
+            let messages: WireMessages
+            if let tag = listen.tag {
+                if let known = tagged[tag] {
+                    messages = known
+                } else {
+                    messages = WireMessages(closing: prefixes, tag: tag)
+                    tagged[tag] = messages
                 }
+            } else if let known = untagged {
+                messages = known
+            } else {
+                messages = WireMessages(closing: prefixes, tag: nil)
+                untagged = messages
             }
+            session.send(messages)
         }
     }
 

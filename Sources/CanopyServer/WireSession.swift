@@ -36,10 +36,10 @@ protocol WireTransport: AnyObject {
     var onText: ((String) -> Void)? { get set }
     var onClose: (() -> Void)? { get set }
     func send(text: String)
+    /// Sends messages serialized (and framed) once for many sessions; see `WireMessages`.
+    func send(_ messages: WireMessages)
     func close(code: UInt16, reason: String)
 }
-
-extension WebSocketConnection: WireTransport {}
 
 /// Loop-confined protocol session.
 final class WireSession {
@@ -55,7 +55,6 @@ final class WireSession {
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
     static let maxMessageCharacters = 17 * 1024 * 1024
-    static let maxFrameCharacters = 16384
 
     init(hub: RealtimeHub, namespace: Namespace, socket: any WireTransport) {
         self.hub = hub
@@ -226,7 +225,7 @@ final class WireSession {
             self.listens[key] = listen
             let value = group.currentValue(in: snapshot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
-                self.push(Self.dataMessagePrefixes([(path, value)]), tag: tag)
+                self.push(WireMessages.dataMessagePrefixes([(path, value)]), tag: tag)
             }
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
             self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
@@ -403,7 +402,16 @@ final class WireSession {
     }
 
     private func reply(_ r: Int64?, _ status: String, _ message: String) {
-        reply(r, status, .string(message))
+        guard let r else { return }
+        // The common replies (`ok` with an empty message) are written straight to bytes, without a JSONValue.
+        var bytes = Array(#"{"t":"d","d":{"r":"#.utf8)
+        bytes += Array(String(r).utf8)
+        bytes += Array(#","b":{"s":"#.utf8)
+        JSONValue.string(status).write(into: &bytes)
+        bytes += Array(#","d":"#.utf8)
+        JSONValue.string(message).write(into: &bytes)
+        bytes += Array("}}}".utf8)
+        sendMessage(bytes)
     }
 
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
@@ -416,61 +424,25 @@ final class WireSession {
     }
 
     private func send(_ message: JSONValue) {
-        sendText(message.serialized())
+        var bytes: [UInt8] = []
+        message.write(into: &bytes)
+        sendMessage(bytes)
     }
 
-    /// Pushes precomputed `d` messages (from `dataMessagePrefixes`), closing each with this listen's tag.
-    func push(_ prefixes: [String], tag: Int64?) {
-        let suffix = tag.map { ",\"t\":\($0)}}}" } ?? "}}}"
-        for prefix in prefixes { sendFrames(Self.frames(for: prefix + suffix)) }
+    /// Pushes precomputed `d` messages (from `WireMessages.dataMessagePrefixes`), closed with this listen's tag.
+    func push(_ prefixes: [[UInt8]], tag: Int64?) {
+        send(WireMessages(closing: prefixes, tag: tag))
     }
 
-    /// Sends messages already cut into frames (`frames(for:)`); the fan-out cuts an untagged push once per group.
-    func sendFrames(_ frames: [String]) {
+    /// Sends messages encoded once for every session of a listen group.
+    func send(_ messages: WireMessages) {
         guard !closed else { return }
-        for frame in frames { socket.send(text: frame) }
+        socket.send(messages)
     }
 
-    /// The frames one message travels in: itself, or a piece count followed by pieces of at most 16384 UTF-16
-    /// units, cut on scalar boundaries (firebase-protocol.md §3.2). Linear in the message's UTF-8 bytes.
-    static func frames(for text: String) -> [String] {
-        if text.utf8.count <= maxFrameCharacters || text.utf16.count <= maxFrameCharacters { return [text] }
-        let bytes = Array(text.utf8)
-        var pieces: [String] = []
-        var start = 0
-        var units = 0
-        var index = 0
-        while index < bytes.count {
-            let lead = bytes[index]
-            let length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
-            let width = length == 4 ? 2 : 1
-            if units + width > maxFrameCharacters {
-                pieces.append(String(decoding: bytes[start..<index], as: UTF8.self))
-                start = index
-                units = 0
-            }
-            units += width
-            index += length
-        }
-        if start < bytes.count { pieces.append(String(decoding: bytes[start...], as: UTF8.self)) }
-        return [String(pieces.count)] + pieces
-    }
-
-    /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
-    /// group serializes each change once however many sessions listen.
-    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [String] {
-        updates.map { update in
-            var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
-            JSONValue.string(update.path.description).write(into: &bytes)
-            bytes += Array(#","d":"#.utf8)
-            update.value.json(export: true).write(into: &bytes)
-            return String(decoding: bytes, as: UTF8.self)
-        }
-    }
-
-    /// Sends one message, split into counted pieces when it is longer than a frame may be.
-    private func sendText(_ text: String) {
-        sendFrames(Self.frames(for: text))
+    /// Sends one serialized message.
+    private func sendMessage(_ message: [UInt8]) {
+        send(WireMessages(texts: [message]))
     }
 
     private static func sessionID() -> String {

@@ -10,7 +10,8 @@ import CanopyCore
 import CanopyNet
 import Foundation
 
-/// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--url URL --token T] [--no-redis]`.
+/// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--scenario a|b] [--url URL --token T]
+/// [--no-redis]`.
 struct FanoutBenchmark {
     /// The daemon's default connection cap (HTTPServerLimits.maxConnections); the writer needs one connection.
     private static let daemonConnectionCap = 10_000
@@ -20,6 +21,9 @@ struct FanoutBenchmark {
     var url: String?
     var token: String?
     var redis = true
+    /// Which scenarios to run: A (one location), B (own paths), or both.
+    var scenarioA = true
+    var scenarioB = true
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
@@ -35,6 +39,14 @@ struct FanoutBenchmark {
             case "--url": url = try arguments.value(for: option)
             case "--token": token = try arguments.value(for: option)
             case "--no-redis": redis = false
+            case "--scenario":
+                let text = try arguments.value(for: option)
+                switch text.lowercased() {
+                case "a": (scenarioA, scenarioB) = (true, false)
+                case "b": (scenarioA, scenarioB) = (false, true)
+                case "ab", "both": (scenarioA, scenarioB) = (true, true)
+                default: throw .invalidValue(option, text, expected: "a, b or ab")
+                }
             default: throw .unknownOption(option, command: "bench fanout")
             }
         }
@@ -65,10 +77,10 @@ struct FanoutBenchmark {
             print("\n== N = \(n) subscribers, M = \(m) writes ==")
             for note in notes { print("note: \(note)") }
             var rows: [FanoutResult] = []
-            rows.append(try canopyRound(subscribers: n, writes: m, spread: false))
-            if redis, let row = try redisRound(subscribers: n, writes: m, spread: false) { rows.append(row) }
-            rows.append(try canopyRound(subscribers: n, writes: m, spread: true))
-            if redis, let row = try redisRound(subscribers: n, writes: m, spread: true) { rows.append(row) }
+            for spread in [false, true] where spread ? scenarioB : scenarioA {
+                rows.append(try canopyRound(subscribers: n, writes: m, spread: spread))
+                if redis, let row = try redisRound(subscribers: n, writes: m, spread: spread) { rows.append(row) }
+            }
             printTable(rows)
             failedRounds += rows.filter { $0.delivered != $0.expected || $0.note != nil }.count
         }
@@ -122,15 +134,29 @@ struct FanoutBenchmark {
             writes: m, deliveriesPerWrite: spread ? 1 : n, maxEventsInFlight: Self.eventsInFlight(subscribers: n))
         let rssBefore = server?.rssKiB
         var rssListening: Int?
-        let round = FanoutRound(loop: loop, transport: transport, subscribers: n, spread: spread, tracker: tracker) {
-            rssListening = server?.rssKiB
-        }
+        var cpuAtStart: (client: Double, server: Double?)?
+        var cpuAtEnd: (client: Double, server: Double?)?
+        let round = FanoutRound(
+            loop: loop, transport: transport, subscribers: n, spread: spread, tracker: tracker,
+            onListening: {
+                rssListening = server?.rssKiB
+                cpuAtStart = (FanoutChild.ownCPUSeconds(), server?.cpuSeconds)
+            },
+            onFinished: { cpuAtEnd = (FanoutChild.ownCPUSeconds(), server?.cpuSeconds) })
         round.run()
         var perConnection: Double?
         if let rssBefore, let rssListening { perConnection = Double(rssListening - rssBefore) / Double(n) }
         var note = round.failure
         if tracker.unexpected > 0 { note = (note.map { $0 + "; " } ?? "") + "\(tracker.unexpected) unexpected events" }
-        return tracker.result(label: label, rssPerConnectionKiB: perConnection, note: note)
+        var result = tracker.result(label: label, rssPerConnectionKiB: perConnection, note: note)
+        if let cpuAtStart, let cpuAtEnd, tracker.delivered > 0 {
+            let events = Double(tracker.delivered)
+            result.clientMicrosecondsPerEvent = (cpuAtEnd.client - cpuAtStart.client) * 1e6 / events
+            if let before = cpuAtStart.server, let after = cpuAtEnd.server {
+                result.serverMicrosecondsPerEvent = (after - before) * 1e6 / events
+            }
+        }
+        return result
     }
 
     // MARK: Output
@@ -138,13 +164,15 @@ struct FanoutBenchmark {
     private func printTable(_ rows: [FanoutResult]) {
         print(
             "scenario".padding(toLength: 32, withPad: " ", startingAt: 0)
-                + "    events/s    p50 ms    p99 ms    max ms  RSS KiB/conn")
+                + "    events/s    p50 ms    p99 ms    max ms  RSS KiB/conn  CPU us/event srv+cli")
         for row in rows {
             let rss = row.rssPerConnectionKiB.map { String(format: "%12.1f", $0) } ?? "         n/a"
+            let server = row.serverMicrosecondsPerEvent.map { String(format: "%8.2f", $0) } ?? "     n/a"
+            let client = row.clientMicrosecondsPerEvent.map { String(format: "%.2f", $0) } ?? "n/a"
             print(
                 row.label.padding(toLength: 32, withPad: " ", startingAt: 0)
                     + String(format: "%12.0f %9.2f %9.2f %9.2f  ", row.eventsPerSecond, row.p50, row.p99, row.max)
-                    + rss)
+                    + rss + "  " + server + " + " + client)
             if row.delivered != row.expected || row.note != nil {
                 print("  ! \(row.label): delivered \(row.delivered) of \(row.expected)\(row.note.map { " — " + $0 } ?? "")")
             }

@@ -131,6 +131,10 @@ struct FanoutResult {
     var p99: Double
     var max: Double
     var rssPerConnectionKiB: Double?
+    /// CPU time the server process spent per delivered event while writes ran (nil when it is not a child).
+    var serverMicrosecondsPerEvent: Double?
+    /// CPU time this benchmark process (writer and subscribers) spent per delivered event while writes ran.
+    var clientMicrosecondsPerEvent: Double?
     var delivered: Int
     var expected: Int
     var note: String?

@@ -30,6 +30,7 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
     let tracker: FanoutTracker
     private let transport: any FanoutTransport
     private let onListening: () -> Void
+    private let onFinished: () -> Void
     private var opened = 0
     private var ready = 0
     private var writerOpen = false
@@ -40,10 +41,12 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
     /// Why the round stopped early, if it did.
     private(set) var failure: String?
 
-    /// - Parameter onListening: runs on the loop once every subscriber listens (before the writer connects).
+    /// - Parameters:
+    ///   - onListening: runs on the loop once every subscriber listens (before the writer connects).
+    ///   - onFinished: runs on the loop when the round ends, before any connection closes.
     init(
         loop: EventLoop, transport: any FanoutTransport, subscribers: Int, spread: Bool, tracker: FanoutTracker,
-        onListening: @escaping () -> Void
+        onListening: @escaping () -> Void, onFinished: @escaping () -> Void = {}
     ) {
         self.loop = loop
         self.transport = transport
@@ -51,6 +54,7 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
         self.spread = spread
         self.tracker = tracker
         self.onListening = onListening
+        self.onFinished = onFinished
     }
 
     /// Runs the round on the calling thread; returns when it has finished or failed and every socket is closed.
@@ -150,6 +154,7 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
         timer = nil
         stallCheck?.cancel()
         stallCheck = nil
+        onFinished()
         transport.closeAll { [loop] in loop.stop() }
     }
 }

@@ -47,6 +47,8 @@ final class HTTPConnection {
     private var requestCount = 0
     var isDirty = false
 
+    /// The interest last registered with the loop (readable, writable), so unchanged interest costs no lookup.
+    private var registeredInterest = (readable: true, writable: false)
     private var timer: TimerHandle?
     private var timerKind = TimerKind.none
     private var lastActivity: UInt64 = 0
@@ -203,8 +205,15 @@ final class HTTPConnection {
         markDirty()
     }
 
-    func markDirty() {
+    /// Appends bytes that are already encoded (frames shared by a fan-out) to the output buffer.
+    func appendOutput(_ bytes: [UInt8]) {
         guard !isClosed else { return }
+        output.append(contentsOf: bytes)
+        markDirty()
+    }
+
+    func markDirty() {
+        guard !isClosed, !isDirty else { return }
         server?.markDirty(self)
     }
 
@@ -379,7 +388,10 @@ final class HTTPConnection {
             isLingering || isStreaming
             || (isWebSocketOpen && pendingOutputBytes <= limits.outputSoftLimitBytes)
             || (!isDraining && !isBackpressured)
-        loop.setInterest(fd: fd, readable: readable, writable: pendingOutputBytes > 0)
+        let writable = pendingOutputBytes > 0
+        guard readable != registeredInterest.readable || writable != registeredInterest.writable else { return }
+        registeredInterest = (readable, writable)
+        loop.setInterest(fd: fd, readable: readable, writable: writable)
     }
 
     private func desiredTimer() -> TimerKind {

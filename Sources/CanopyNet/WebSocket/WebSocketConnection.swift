@@ -55,6 +55,18 @@ public final class WebSocketConnection {
         sendFrame(.binary, payload: binary)
     }
 
+    /// Sends frames encoded once for many connections (see ``WebSocketFrames``); they leave in this loop pass's
+    /// batched write, after everything sent earlier.
+    public func send(_ frames: WebSocketFrames) {
+        guard !frames.isEmpty, !isClosed, let connection, !connection.isClosed else { return }
+        connection.loop.assertInLoop()
+        guard isSwitched else {
+            framesBeforeSwitch.append(contentsOf: frames.bytes)
+            return
+        }
+        connection.appendOutput(frames.bytes)
+    }
+
     /// Sends a close frame with `code` (and a short `reason`, cut to fit) and closes the connection once it
     /// is written. ``onClose`` does not fire.
     public func close(code: UInt16 = 1000, reason: String = "") {
