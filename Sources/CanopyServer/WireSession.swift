@@ -81,7 +81,7 @@ final class WireSession {
             buffered.text += text
             buffered.remaining -= 1
             guard buffered.text.utf8.count <= Self.maxMessageCharacters * 4 else {
-                socket.close(code: 1009, reason: "message too big")
+                end(code: 1009, reason: "message too big")
                 return
             }
             if buffered.remaining > 0 {
@@ -104,7 +104,7 @@ final class WireSession {
             let body = message["d"]
         else {
             logger.debug("wire.bad_message")
-            socket.close(code: 1002, reason: "malformed message")
+            end(code: 1002, reason: "malformed message")
             return
         }
         if type == "c" {
@@ -375,6 +375,14 @@ final class WireSession {
                 logger.debug("wire.ondisconnect_failed", ["path": op.path.description])
             }
         }
+    }
+
+    /// The session ends the connection itself. A WebSocket does not report a close its owner asked for, so the
+    /// session cleans up here as for a lost connection: onDisconnect operations run, listens leave their groups
+    /// (no more fan-out to a closed socket), and the hub forgets the session.
+    private func end(code: UInt16, reason: String) {
+        socket.close(code: code, reason: reason)
+        socketClosed()
     }
 
     private func socketClosed() {
