@@ -26,12 +26,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", providers: [.apt(["libssl-dev"])]),
 
-        library("CanopyCore", ["CCrypto"]),
+        // OpenSSL only on Linux: Apple platforms hash with CommonCrypto, so the client library needs no OpenSSL.
+        library("CanopyCore", [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
         library("CanopyNet", ["CanopyCore", "CCanopyLinux", "CCrypto"]),
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
-        library("CanopyPublish", ["CanopyCore"]),
+        library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
         library(
             "CanopyServer",
             ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish"]
@@ -39,7 +40,8 @@ let package = Package(
         .target(
             name: "CanopyClient",
             dependencies: [
-                "CanopyCore", "CSQLite", .target(name: "CanopyNet", condition: .when(platforms: [.linux])),
+                "CanopyCore", "CanopyPublish", "CSQLite",
+                .target(name: "CanopyNet", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: settings
         ),
@@ -47,6 +49,7 @@ let package = Package(
             name: "canopy",
             dependencies: [
                 "CanopyCore", "CanopyServer", "CanopyAuth", "CanopyRules", "CanopyStore", "CanopyNet", "CanopyPublish",
+                "CanopyClient",
             ],
             swiftSettings: settings
         ),
@@ -57,7 +60,7 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
-        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CSQLite"]),
+        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CanopyPublish", "CSQLite"]),
         tests(
             "CanopyIntegrationTests",
             ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient"]

@@ -2,6 +2,8 @@
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.

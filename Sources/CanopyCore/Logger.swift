@@ -2,6 +2,8 @@
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 import Synchronization
 

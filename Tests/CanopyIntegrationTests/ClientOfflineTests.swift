@@ -108,14 +108,16 @@ import Testing
                 refreshes.increment()
                 return credentials.mint(claims: ["uid": "u1"], ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
             })
-        let short = credentials.mint(claims: ["uid": "u1"], ttlSeconds: 2, now: SystemClock().nowMilliseconds())
-        let expiry = Date().addingTimeInterval(2)
+        // Long enough that a loaded machine still connects, authenticates and refreshes (at half the remaining
+        // time) before the server revokes the first token; short enough to pass its expiry within the test.
+        let short = credentials.mint(claims: ["uid": "u1"], ttlSeconds: 8, now: SystemClock().nowMilliseconds())
+        let expiry = Date().addingTimeInterval(8)
         let db = try clientDatabase(port: server.port, namespace: "off4", token: short, options: options)
         let secret = SnapshotRecorder(db.ref("private"))
         #expect(await eventually { secret.last == .null })
         #expect(await eventually { refreshes.count >= 1 })
         // Past the first token's expiry the listen is still alive and authorised.
-        #expect(await eventually { Date() > expiry.addingTimeInterval(1) })
+        #expect(await eventually(timeout: 20) { Date() > expiry.addingTimeInterval(1) })
         let admin = try clientDatabase(port: server.port, namespace: "off4", token: server.admin)
         try await admin.ref("private/x").setValue(1).synced()
         #expect(await eventually { secret.last == ["x": 1] })
