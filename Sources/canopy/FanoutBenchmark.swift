@@ -10,8 +10,8 @@ import CanopyCore
 import CanopyNet
 import Foundation
 
-/// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--scenario a|b] [--url URL --token T]
-/// [--no-redis]`.
+/// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--scenario a|b] [--sync full|normal]
+/// [--url URL --token T] [--no-redis]`.
 struct FanoutBenchmark {
     /// The daemon's default connection cap (HTTPServerLimits.maxConnections); the writer needs one connection.
     private static let daemonConnectionCap = 10_000
@@ -24,6 +24,8 @@ struct FanoutBenchmark {
     /// Which scenarios to run: A (one location), B (own paths), or both.
     var scenarioA = true
     var scenarioB = true
+    /// The started daemon's SQLite durability (`serve --sync`); `normal` shows what fsync per commit costs.
+    var sync = "full"
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
@@ -39,6 +41,10 @@ struct FanoutBenchmark {
             case "--url": url = try arguments.value(for: option)
             case "--token": token = try arguments.value(for: option)
             case "--no-redis": redis = false
+            case "--sync":
+                let text = try arguments.value(for: option)
+                guard ["full", "normal"].contains(text) else { throw .invalidValue(option, text, expected: "full or normal") }
+                sync = text
             case "--scenario":
                 let text = try arguments.value(for: option)
                 switch text.lowercased() {
@@ -60,7 +66,7 @@ struct FanoutBenchmark {
         let payloadBytes = FanoutPayload.json(seq: 0, sentAt: monotonicNanoseconds()).utf8.count
         print(
             "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; open-file limit \(fdLimit); "
-                + "payload ~\(payloadBytes) B; server: \(url ?? "canopy serve (child process, fresh per round)")")
+                + "payload ~\(payloadBytes) B; server: \(url ?? "canopy serve --sync \(sync) (child process, fresh per round)")")
         if redis, FanoutChild.findExecutable("redis-server") == nil {
             print("note: redis-server not found on PATH — skipping the Redis comparison (apt-get install redis-server)")
         }
@@ -105,7 +111,7 @@ struct FanoutBenchmark {
             (host, port) = try Self.hostAndPort(url)
             credential = token ?? ""
         } else {
-            let (child, secret) = try FanoutChild.startDaemon()
+            let (child, secret) = try FanoutChild.startDaemon(sync: sync)
             daemon = child
             (host, port, credential) = ("127.0.0.1", child.port, secret)
         }

@@ -87,11 +87,38 @@ final class FanoutCanopyTransport: FanoutTransport {
         loop.schedule(afterMilliseconds: 2_100, done)
     }
 
+    private static let replyHead = Array(#"{"t":"d","d":{"r":"#.utf8)
+    private static let statusKey = Array(#""s":""#.utf8)
+
     /// The request number and status of a response envelope; nil for pushes and control messages.
+    ///
+    /// The daemon writes replies as `{"t":"d","d":{"r":<n>,"b":{"s":"<status>",…}}}`; that shape is scanned without
+    /// building a JSON tree (the writer gets one reply per write), anything else is parsed.
     private static func reply(_ text: String) -> (Int64, String)? {
+        var text = text
+        if let fast = text.withUTF8({ scanReply($0) }) { return fast }
         guard text.contains(#""r":"#), let json = try? JSONValue.parse(text),
             case .int(let r)? = json["d"]?["r"], let status = json["d"]?["b"]?["s"]?.stringValue
         else { return nil }
         return (r, status)
+    }
+
+    private static func scanReply(_ bytes: UnsafeBufferPointer<UInt8>) -> (Int64, String)? {
+        guard bytes.count > replyHead.count, bytes.starts(with: replyHead) else { return nil }
+        var index = replyHead.count
+        var r: Int64 = 0
+        var digits = 0
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39, digits < 18 {
+            r = r * 10 + Int64(bytes[index] - 0x30)
+            index += 1
+            digits += 1
+        }
+        guard digits > 0, index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
+        let rest = UnsafeBufferPointer(rebasing: bytes[index...])
+        guard let keyStart = rest.firstRange(of: statusKey)?.upperBound else { return nil }
+        guard let end = rest[keyStart...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        let status = rest[keyStart..<end]
+        guard !status.contains(UInt8(ascii: "\\")) else { return nil }
+        return (r, String(decoding: status, as: UTF8.self))
     }
 }

@@ -65,13 +65,14 @@ final class FanoutChild {
 
     /// Starts `canopy serve` (this same binary) on a fresh temporary data directory and an ephemeral port.
     /// - Returns: the child and the admin credential.
-    static func startDaemon() throws -> (FanoutChild, credential: String) {
+    /// - Parameter sync: the daemon's `--sync` mode (`full` or `normal`).
+    static func startDaemon(sync: String = "full") throws -> (FanoutChild, credential: String) {
         let data = NSTemporaryDirectory() + "canopy-fanout-" + UUID().uuidString
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--data", data, "--log-level", "warning"]
+        process.arguments = ["serve", "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync]
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = FileHandle.nullDevice

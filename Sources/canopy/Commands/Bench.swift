@@ -16,8 +16,8 @@ struct BenchCommand: Command {
           and with --clients concurrent connections (default 16), at two database sizes; then runs the same
           workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
         canopy bench rules [--iterations <n>]
-        canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--scenario a|b] [--url <url> --token <token>]
-                            [--no-redis]
+        canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--scenario a|b] [--sync full|normal]
+                            [--url <url> --token <token>] [--no-redis]
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>]
         """
