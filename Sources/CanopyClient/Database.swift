@@ -93,7 +93,7 @@ public final class Database: Sendable {
     /// An invalid path (a segment with `. $ # [ ]` or control characters, or more than 32 segments) is a
     /// programmer error and stops the program.
     public func ref(_ path: String = "") -> DatabaseReference {
-        DatabaseReference(core: core, path: Self.parse(path))
+        DatabaseReference(database: self, path: Self.parse(path))
     }
 
     static func parse(_ text: String) -> Path {

@@ -11,9 +11,11 @@ public protocol DatabaseQueryable: Sendable {
 /// A query over the children of one location. Build it from a reference:
 /// `db.ref("scores").orderByValue().limitToLast(3)`.
 public struct DatabaseQuery: DatabaseQueryable {
-    let core: SyncCore
+    /// The database this query belongs to.
+    public let database: Database
     let location: Path
     let spec: QuerySpec
+    var core: SyncCore { database.core }
 
     public var query: DatabaseQuery { self }
 
@@ -23,7 +25,7 @@ public struct DatabaseQuery: DatabaseQueryable {
     func with(_ change: (inout QuerySpec) -> Void) -> DatabaseQuery {
         var spec = spec
         change(&spec)
-        return DatabaseQuery(core: core, location: location, spec: spec)
+        return DatabaseQuery(database: database, location: location, spec: spec)
     }
 }
 
@@ -83,8 +85,9 @@ extension DatabaseQueryable {
         let q = query
         return AsyncThrowingStream { continuation in
             let id = q.core.sync { q.core.addObserver(path: q.location, spec: q.spec, continuation: continuation) }
-            continuation.onTermination = { [core = q.core] _ in
-                core.queue.async { core.removeObserver(id) }
+            // The stream keeps its database alive until it ends.
+            continuation.onTermination = { [database = q.database] _ in
+                database.core.queue.async { database.core.removeObserver(id) }
             }
         }
     }

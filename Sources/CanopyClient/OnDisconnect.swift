@@ -8,8 +8,9 @@ import CanopyCore
 /// (or throws why not). Registrations belong to one connection: re-register after every reconnect (for example
 /// when `.info/connected` becomes true). Made while offline, they are sent after the next handshake.
 public struct OnDisconnect: Sendable {
-    let core: SyncCore
+    let database: Database
     let location: Path
+    var core: SyncCore { database.core }
 
     /// Sets the value here when the connection ends.
     public func setValue(_ value: JSONValue) async throws { try await run("o", value) }

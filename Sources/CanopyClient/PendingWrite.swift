@@ -14,7 +14,8 @@ public enum WriteStatus: Sendable, Equatable {
 public struct PendingWrite: Sendable {
     /// The write's id in the queue (increasing in write order).
     public let id: Int64
-    let core: SyncCore
+    let database: Database
+    var core: SyncCore { database.core }
 
     /// The current status.
     public var status: WriteStatus {

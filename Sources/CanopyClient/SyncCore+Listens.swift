@@ -205,10 +205,24 @@ extension SyncCore {
             DataSnapshot(path: observer.path, node: node, spec: observer.spec, fromCache: fromCache))
     }
 
-    /// Re-evaluates every observer whose location overlaps `path`.
+    /// Schedules re-evaluation of every observer whose location overlaps `path`.
+    ///
+    /// Changes are gathered and evaluated once per queue turn: a burst of pushes and acks already waiting on
+    /// the queue costs one evaluation per observer, not one per message (order is kept; a value that existed
+    /// only between two messages of the burst is not delivered).
     func refresh(affecting path: Path) {
+        changedPaths.insert(path)
+        guard !isRefreshScheduled else { return }
+        isRefreshScheduled = true
+        queue.async { [weak self] in self?.flushRefresh() }
+    }
+
+    private func flushRefresh() {
+        isRefreshScheduled = false
+        let paths = changedPaths
+        changedPaths = []
         for (id, observer) in observers.sorted(by: { $0.key < $1.key })
-        where observer.path.isAncestorOrSelf(of: path) || path.isAncestorOrSelf(of: observer.path) {
+        where paths.contains(where: { observer.path.isAncestorOrSelf(of: $0) || $0.isAncestorOrSelf(of: observer.path) }) {
             deliver(id)
         }
     }

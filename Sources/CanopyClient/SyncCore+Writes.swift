@@ -45,22 +45,24 @@ extension SyncCore {
     /// increments from the current local value).
     func resolve(_ wire: JSONValue, at path: Path, merge: Bool) throws(DataError) -> UserWrite.Change {
         if !merge {
-            let resolved = try ServerValues.resolve(wire, at: path, in: localRoot(around: path), now: serverNow)
+            let resolved = try ServerValues.resolve(wire, at: path, in: localRoot(around: path, for: wire), now: serverNow)
             return .set(try Node.from(json: resolved, at: path))
         }
         var entries: [(path: Path, node: Node)] = []
         for member in wire.members ?? [] {
             let relative = try Path(parsing: member.key)
             let target = path.appending(relative)
-            let resolved = try ServerValues.resolve(member.value, at: target, in: localRoot(around: target), now: serverNow)
+            let resolved = try ServerValues.resolve(member.value, at: target, in: localRoot(around: target, for: member.value), now: serverNow)
             entries.append((relative, try Node.from(json: resolved, at: target)))
         }
         return .merge(entries)
     }
 
-    /// A tree holding just the local value at `path` (enough for increments to read).
-    private func localRoot(around path: Path) -> Node {
-        Node.empty.setting(writes.overlay(serverTree.node(at: path), at: path), at: path)
+    /// A tree holding just the local value at `path` (enough for increments to read); empty when `json` has no
+    /// increment, so ordinary writes do not pay for layering every pending write.
+    private func localRoot(around path: Path, for json: JSONValue) -> Node {
+        guard UserWrite.containsIncrement(json) else { return .empty }
+        return Node.empty.setting(writes.overlay(serverTree.node(at: path), at: path), at: path)
     }
 
     /// Sends one queued write. Queue only, connected.

@@ -97,6 +97,9 @@ final class SyncCore: @unchecked Sendable {
     var flushScheduled = false
     var info: [String: JSONValue] = ["connected": false, "serverTimeOffset": 0]
     var writes = WriteTree()
+    /// Locations changed since observers were last evaluated (see `refresh(affecting:)`).
+    var changedPaths: Set<Path> = []
+    var isRefreshScheduled = false
     var nextWriteID: Int64 = 1
     var finished: [Int64: (status: WriteStatus, error: ClientError?)] = [:]
     var finishedOrder: [Int64] = []

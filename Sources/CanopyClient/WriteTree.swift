@@ -33,6 +33,14 @@ struct UserWrite: Sendable {
         return "p"
     }
 
+    /// The absolute locations the write sets, in order.
+    var targets: [(path: Path, node: Node)] {
+        switch change {
+        case .set(let node): return [(path, node)]
+        case .merge(let entries): return entries.map { (path.appending($0.path), $0.node) }
+        }
+    }
+
     /// Whether resending could apply the write twice: a server increment is not idempotent.
     var containsIncrement: Bool { Self.containsIncrement(wire) }
 
@@ -75,10 +83,24 @@ struct WriteTree: Sendable {
     }
 
     /// `base` (the server value at `location`) with every pending write layered on top.
+    ///
+    /// Writes below the location are gathered and applied in one `Node.merging` pass (each touched node is
+    /// rebuilt once), so many pending writes under one big location cost O(size + writes), not O(size × writes).
+    /// A write at or above the location replaces everything gathered before it.
     func overlay(_ base: Node, at location: Path) -> Node {
         var node = base
-        for write in writes { node = Self.apply(write, to: node, at: location) }
-        return node
+        var below: [(path: Path, node: Node)] = []
+        for write in writes {
+            for (target, value) in write.targets {
+                if let relative = target.relative(to: location), !relative.isRoot {
+                    below.append((relative, value))
+                } else if let inside = location.relative(to: target) {
+                    below.removeAll(keepingCapacity: true)
+                    node = value.node(at: inside)
+                }
+            }
+        }
+        return below.isEmpty ? node : node.merging(below)
     }
 
     /// Whether some pending write touches `location`, a place above it or below it.
@@ -88,32 +110,6 @@ struct WriteTree: Sendable {
 
     /// Whether a pending set at or above `location` fully determines its value (no server data needed).
     func determines(_ location: Path) -> Bool {
-        writes.contains { write in
-            switch write.change {
-            case .set: return write.path.isAncestorOrSelf(of: location)
-            case .merge(let entries):
-                return entries.contains { write.path.appending($0.path).isAncestorOrSelf(of: location) }
-            }
-        }
-    }
-
-    static func apply(_ write: UserWrite, to node: Node, at location: Path) -> Node {
-        switch write.change {
-        case .set(let value):
-            return place(value, at: write.path, into: node, at: location)
-        case .merge(let entries):
-            var result = node
-            for entry in entries {
-                result = place(entry.node, at: write.path.appending(entry.path), into: result, at: location)
-            }
-            return result
-        }
-    }
-
-    /// `node` (the value at `location`) after `value` was set at `target`.
-    private static func place(_ value: Node, at target: Path, into node: Node, at location: Path) -> Node {
-        if let below = target.relative(to: location) { return node.setting(value, at: below) }
-        if let inside = location.relative(to: target) { return value.node(at: inside) }
-        return node
+        writes.contains { write in write.targets.contains { $0.path.isAncestorOrSelf(of: location) } }
     }
 }

@@ -45,6 +45,19 @@ final class StreamLog<Element: Sendable>: Sendable {
         #expect(await poll { states.values.last == .closed })
     }
 
+    @Test func aStreamKeepsItsDatabaseAlive() async throws {
+        let network = ScriptedNetwork(accepting: true)
+        let stream = try scriptedDatabase(network).ref(".info/connected").values
+        var seen: [JSONValue] = []
+        let connected = Task { _ = await network.connect(1) }
+        for try await snapshot in stream {
+            seen.append(snapshot.value)
+            if snapshot.value == true { break }
+        }
+        await connected.value
+        #expect(seen == [false, true])
+    }
+
     @Test func aSilentConnectionIsPingedThenReplaced() async throws {
         let network = ScriptedNetwork(accepting: true)
         var options = scriptedOptions

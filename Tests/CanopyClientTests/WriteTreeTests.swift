@@ -56,4 +56,36 @@ import Testing
     func detectsIncrements(json: JSONValue, expected: Bool) {
         #expect(UserWrite.containsIncrement(json) == expected)
     }
+
+    /// The batched overlay equals applying every write in order to a whole tree, for random writes.
+    @Test(arguments: 0..<20)
+    func overlayMatchesSequentialApplication(seed: Int) {
+        var random = SplitMix64(seed: UInt64(seed))
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        func randomPath() -> Path { Path(segments: (0..<Int(random.next() % 4)).map { _ in pick(["a", "b", "c"]) }) }
+        func randomValue() -> JSONValue {
+            pick([.null, 1, "x", ["a": 2], ["b": ["c": 3], "a": nil], [:], true])
+        }
+        var tree = WriteTree()
+        var reference = node(["a": ["a": 1, "b": ["c": "s"]], "b": 7, "c": ["a": ["b": 1]]])
+        let base = reference
+        for id in 1...Int64(12) {
+            let target = randomPath()
+            if random.next() % 3 == 0 {
+                let entries = (0..<Int(1 + random.next() % 3)).map { _ in
+                    (Path(segments: [pick(["a", "b", "c"])] + (random.next() % 2 == 0 ? [pick(["a", "b"])] : [])), node(randomValue()))
+                }
+                tree.append(UserWrite(id: id, path: target, change: .merge(entries), wire: .null))
+                for entry in entries { reference = reference.setting(entry.1, at: target.appending(entry.0)) }
+            } else {
+                let value = node(randomValue())
+                tree.append(UserWrite(id: id, path: target, change: .set(value), wire: .null))
+                reference = reference.setting(value, at: target)
+            }
+        }
+        for _ in 0..<10 {
+            let location = randomPath()
+            #expect(tree.overlay(base.node(at: location), at: location) == reference.node(at: location))
+        }
+    }
 }

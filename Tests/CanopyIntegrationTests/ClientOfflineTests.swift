@@ -83,6 +83,27 @@ import Testing
         await restarted.close()
     }
 
+    @Test(.timeLimit(.minutes(1))) func manyQueuedWritesDrainInOrderExactlyOnce() async throws {
+        let server = try InProcessServer()
+        defer { server.stop() }
+        let cache = URL(fileURLWithPath: makeTemporaryDirectory())
+        let db = try clientDatabase(port: server.port, namespace: "off5", token: server.admin, cache: cache)
+        let log = SnapshotRecorder(db.ref("log"))
+        #expect(await eventually { log.last == .null })
+        db.goOffline()
+        for i in 0..<500 { db.ref("log").childByAutoId().setValue(.int(Int64(i))) }
+        db.ref("last").setValue(499)
+        #expect(db.pendingWriteCount == 501)
+        db.goOnline()
+        #expect(await eventually(timeout: 60) { db.pendingWriteCount == 0 })
+        let other = try clientDatabase(port: server.port, namespace: "off5", token: server.admin)
+        let stored = try await other.ref("log").getValue()
+        // Push ids sort chronologically, so key order is write order.
+        #expect(stored.children.map(\.value) == (0..<500).map { JSONValue.int(Int64($0)) })
+        await other.close()
+        await db.close()
+    }
+
     @Test(.timeLimit(.minutes(1))) func queuedWritesSurviveAnAppThatNeverClosed() async throws {
         let cache = URL(fileURLWithPath: makeTemporaryDirectory())
         // Nothing listens on port 9 (discard): the client stays offline.
