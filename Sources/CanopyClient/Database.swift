@@ -35,6 +35,9 @@ public final class Database: Sendable {
     ) throws {
         let endpoint = try Endpoint(url: url, namespace: namespace)
         #if os(Linux)
+            guard !endpoint.secure else {
+                throw ClientError.invalidURL(reason: "TLS (https/wss) is not supported by the Linux transport")
+            }
             let loop = try LoopThread()
             try self.init(endpoint: endpoint, token: token, cacheDirectory: cacheDirectory, options: options, loop: loop,
                           transport: loop.factory)

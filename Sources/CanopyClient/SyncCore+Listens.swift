@@ -72,7 +72,7 @@ extension SyncCore {
     func sendListen(_ key: ListenKey) {
         guard let state = listens[key] else { return }
         var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
-        body.append(JSONMember("h", .string(known.contains(key) || isKnown(key) ? serverView(key).hash : "")))
+        body.append(JSONMember("h", .string(isKnown(key) ? listenHash(key) : "")))
         if let query = key.query, let tag = state.tag {
             body.append(JSONMember("q", query.wireObject()))
             body.append(JSONMember("t", .int(tag)))
@@ -163,9 +163,24 @@ extension SyncCore {
 
     // MARK: - views and events
 
-    /// The server's value for a listen (possibly stale or empty).
+    /// The server's value for a listen (possibly stale or empty). A query under an active default listen whose
+    /// data we hold reads the full data there (a superset of its window, kept current by that listen), else its
+    /// own window.
     func serverView(_ key: ListenKey) -> Node {
-        key.query == nil ? serverTree.node(at: key.path) : queryViews[key] ?? .empty
+        if key.query == nil || coveredByDefaultListen(key.path) { return serverTree.node(at: key.path) }
+        return queryViews[key] ?? .empty
+    }
+
+    /// Whether a default listen at or above `path` is active and its data is held.
+    func coveredByDefaultListen(_ path: Path) -> Bool {
+        listens.keys.contains { $0.query == nil && $0.path.isAncestorOrSelf(of: path) }
+            && isKnown(ListenKey(path: path, query: nil))
+    }
+
+    /// The hash the server compares with a listen's current result: of the window, for a query.
+    func listenHash(_ key: ListenKey) -> String {
+        guard let query = key.query else { return serverView(key).hash }
+        return query.window(of: serverView(key)).hash
     }
 
     /// Whether we hold server data for `key`, directly or through a default listen above it.

@@ -69,7 +69,9 @@ extension SyncCore {
         for key in keys where known.contains(key) || listens[key]?.complete == true {
             let query = key.query.map { $0.wireObject().serialized() } ?? ""
             rows.append(
-                CachedValue(path: key.path.description, query: query, data: serverView(key).json(export: true).serialized()))
+                CachedValue(
+                    path: key.path.description, query: query,
+                    data: (key.query.map { $0.window(of: serverView(key)) } ?? serverView(key)).json(export: true).serialized()))
         }
         do { try store.saveCache(rows) } catch { logger.error("client.cache_write_failed", ["reason": error.userMessage]) }
     }

@@ -136,6 +136,24 @@ import Testing
         await db.close()
     }
 
+    @Test func aQueryUnderALoadedLocationShowsItsWindowAtOnce() async throws {
+        let network = ScriptedNetwork(accepting: true)
+        let db = try scriptedDatabase(network)
+        let all = SnapshotLog(db.ref("scores"))
+        let connection = try #require(await network.connect(1))
+        db.settle()
+        connection.push("d", ["p": "/scores", "d": ["a": 1, "b": 5, "c": 3]])
+        connection.replyTo("q")
+        #expect(await poll { all.values.count == 1 })
+        // The full data is held, so the new query's first value is its real window (never a spurious empty one).
+        let top = SnapshotLog(db.ref("scores").orderByValue().limitToLast(1))
+        #expect(await poll { top.values == [["b": 5]] })
+        db.settle()
+        let listen = try #require(connection.requests.last { $0["a"] == "q" && $0["b"]?["t"] != nil })
+        #expect(listen["b"]?["h"] == .string(try Node.from(json: ["b": 5]).hash))
+        await db.close()
+    }
+
     @Test func transactionRerunsOnDatastaleWithFreshData() async throws {
         let network = ScriptedNetwork(accepting: true)
         let db = try scriptedDatabase(network)
