@@ -38,7 +38,8 @@ extension SyncCore {
             listens[key]?.observers += 1
             return
         }
-        var state = ListenState(observers: 1)
+        var state = ListenState(serial: nextListenSerial, observers: 1)
+        nextListenSerial += 1
         if key.query != nil {
             state.tag = nextTag
             tags[nextTag] = key
@@ -78,7 +79,7 @@ extension SyncCore {
             body.append(JSONMember("t", .int(tag)))
         }
         send("q", .object(body)) { [weak self] outcome in
-            guard let self, case .reply(let status, let data) = outcome, self.listens[key]?.tag == state.tag else {
+            guard let self, case .reply(let status, let data) = outcome, self.listens[key]?.serial == state.serial else {
                 return
             }
             if status == "ok" {

@@ -25,6 +25,8 @@ struct ListenKey: Hashable, Sendable {
 
 /// A listen's bookkeeping.
 struct ListenState: Sendable {
+    /// Distinguishes this listen from an earlier one of the same key (replies to an old `q` are ignored).
+    var serial = 0
     var tag: Int64?
     var observers = 0
     /// The server confirmed the data on the current connection.
@@ -109,6 +111,7 @@ final class SyncCore: @unchecked Sendable {
     var listens: [ListenKey: ListenState] = [:]
     var tags: [Int64: ListenKey] = [:]
     var nextTag: Int64 = 1
+    var nextListenSerial = 1
     var observers: [Int: Observer] = [:]
     var nextObserverID = 1
     var completionWaiters: [ListenKey: [CheckedContinuation<Void, any Error>]] = [:]
