@@ -104,6 +104,43 @@ import Testing
         await db.close()
     }
 
+    /// The daemon is killed (SIGKILL) while the client streams writes: after a restart every write is there
+    /// exactly once, and increments never count twice (an increment caught in flight is reported, not resent).
+    @Test(.timeLimit(.minutes(2))) func writesStreamedThroughAKill9LandExactlyOnce() async throws {
+        let data = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let first = try daemon(data: data)
+        let port = first.port
+        let admin = first.admin
+        let db = try clientDatabase(port: port, namespace: "off6", token: admin)
+        var increments: [PendingWrite] = []
+        for i in 0..<300 {
+            db.ref("log").childByAutoId().setValue(.int(Int64(i)))
+            increments.append(db.ref("count").setValue(ServerValue.increment(1)))
+            if i == 150 { first.kill9() }
+            if i % 10 == 0 { try await Task.sleep(nanoseconds: 2_000_000) }
+        }
+        let second = try daemon(port: port, data: data)
+        defer { second.terminate() }
+        #expect(await eventually(timeout: 60) { db.pendingWriteCount == 0 })
+        var synced = 0
+        var lost = 0
+        for write in increments {
+            switch await write.status {
+            case .synced: synced += 1
+            case .rejected: lost += 1
+            case .pending: Issue.record("write \(write.id) still pending")
+            }
+        }
+        let other = try clientDatabase(port: port, namespace: "off6", token: admin)
+        let log = try await other.ref("log").getValue()
+        #expect(log.children.map(\.value) == (0..<300).map { JSONValue.int(Int64($0)) })
+        let count = try #require(try await other.ref("count").getValue().value.int64Value)
+        #expect(count >= Int64(synced) && count <= Int64(synced + lost))
+        await other.close()
+        await db.close()
+    }
+
     @Test(.timeLimit(.minutes(1))) func queuedWritesSurviveAnAppThatNeverClosed() async throws {
         let cache = URL(fileURLWithPath: makeTemporaryDirectory())
         // Nothing listens on port 9 (discard): the client stays offline.
