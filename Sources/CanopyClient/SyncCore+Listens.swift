@@ -114,14 +114,19 @@ extension SyncCore {
             guard let text = body["p"]?.stringValue, let path = try? Path(parsing: text) else { return }
             let tag = body["t"]?.int64Value
             var updates: [(Path, Node)] = []
-            if action == "d" {
-                updates.append((path, (try? Node.from(json: body["d"] ?? .null, at: path)) ?? .empty))
-            } else {
-                for member in body["d"]?.members ?? [] {
-                    guard let relative = try? Path(parsing: member.key) else { continue }
-                    let target = path.appending(relative)
-                    updates.append((target, (try? Node.from(json: member.value, at: target)) ?? .empty))
+            do {
+                if action == "d" {
+                    updates.append((path, try Node.from(json: body["d"] ?? .null, at: path)))
+                } else {
+                    for member in body["d"]?.members ?? [] {
+                        let target = path.appending(try Path(parsing: member.key))
+                        updates.append((target, try Node.from(json: member.value, at: target)))
+                    }
                 }
+            } catch {
+                // Never let unusable data erase what we hold: drop the whole push.
+                logger.warning("client.bad_push", ["path": path.description, "reason": error.userMessage])
+                return
             }
             applyServer(updates, tag: tag)
         case "c":

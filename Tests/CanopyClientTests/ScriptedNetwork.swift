@@ -113,8 +113,12 @@ func scriptedDatabase(
 }
 
 extension Database {
-    /// Waits until everything queued on the client's queue so far has run.
-    func settle() { core.sync {} }
+    /// Waits until everything queued on the client's queue so far has run, including the observer evaluation
+    /// that work scheduled.
+    func settle() {
+        core.sync {}
+        core.sync {}
+    }
 }
 
 func temporaryDirectory() -> URL {

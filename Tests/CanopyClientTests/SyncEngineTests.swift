@@ -129,10 +129,15 @@ import Testing
         #expect(top.snapshots.last?.children.map(\.key) == ["b", "d"])
         db.ref("scores/e").setValue(7)
         #expect(await poll { top.values.last == ["e": 7, "d": 9] })
+        // An unusable push (an invalid key) is dropped whole instead of erasing anything.
+        connection.push("d", ["p": "/scores", "d": ["bad.key": 1], "t": tag])
+        db.ref("scores/f").setValue(8)
+        #expect(await poll { top.values.last == ["f": 8, "d": 9] })
+        #expect(!top.values.contains(.null))
         // An untagged push elsewhere does not touch the window.
         connection.push("d", ["p": "/scores/zz", "d": 100])
         db.settle()
-        #expect(top.values.last == ["e": 7, "d": 9])
+        #expect(top.values.last == ["f": 8, "d": 9])
         await db.close()
     }
 
