@@ -103,7 +103,7 @@ public final class Database: Sendable {
         let parts = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if parts.first == SyncCore.infoKey { return Path(segments: parts) }
         do {
-            return try Path(parsing: text)
+            return try Path(parsing: text, allowPriorityLeaf: true)
         } catch {
             preconditionFailure("invalid database path: \(error.userMessage)")
         }

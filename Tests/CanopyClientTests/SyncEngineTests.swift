@@ -141,6 +141,23 @@ import Testing
         await db.close()
     }
 
+    @Test func priorityWritesApplyLocallyAndTravelAsPriorityPaths() async throws {
+        let network = ScriptedNetwork(accepting: true)
+        let db = try scriptedDatabase(network)
+        let doc = SnapshotLog(db.ref("doc"))
+        let connection = try #require(await network.connect(1))
+        db.settle()
+        connection.push("d", ["p": "/doc", "d": ["title": "A"]])
+        connection.replyTo("q")
+        #expect(await poll { doc.values.count == 1 })
+        db.ref("doc/.priority").setValue(5)
+        #expect(await poll { doc.snapshots.last?.priority == 5 })
+        #expect(doc.snapshots.last?.exportValue == ["title": "A", ".priority": 5])
+        db.settle()
+        #expect(connection.request("p")?["b"] == ["p": "/doc/.priority", "d": 5])
+        await db.close()
+    }
+
     @Test func aQueryUnderALoadedLocationShowsItsWindowAtOnce() async throws {
         let network = ScriptedNetwork(accepting: true)
         let db = try scriptedDatabase(network)
