@@ -31,7 +31,8 @@ import Testing
         // A public item for another group changes a location but not this attendee's feed.
         assembler.receive(try node(["x": ["order": 1, "groupIds": [12]]]), at: FeedAssembler.publicContent)
         #expect(assembler.endOfBurst() == nil)
-        assembler.receive(try node(["y": ["order": 2, "groupIds": [11], "title": "hi"]]), at: FeedAssembler.publicContent)
+        assembler.receive(
+            try node(["y": ["order": 2, "groupIds": [11], "title": "hi"]]), at: FeedAssembler.publicContent)
         let burst = assembler.endOfBurst()
         let feed = try #require(burst)
         #expect(feed.map(\.key) == ["y"])
@@ -42,7 +43,9 @@ import Testing
     @Test func thePrivateCopyWinsOverThePublicOne() throws {
         var assembler = FeedAssembler(attendee: attendee)
         for index in 0..<assembler.locationCount { assembler.receive(.empty, at: index) }
-        assembler.receive(try node(["k": ["order": 1, "type": "text", "groupIds": [11], "tierIds": [101]]]), at: FeedAssembler.publicContent)
+        assembler.receive(
+            try node(["k": ["order": 1, "type": "text", "groupIds": [11], "tierIds": [101]]]),
+            at: FeedAssembler.publicContent)
         assembler.receive(try node(["k": ["order": 1, "type": "text"]]), at: FeedAssembler.tier)
         let burst = assembler.endOfBurst()
         let feed = try #require(burst)

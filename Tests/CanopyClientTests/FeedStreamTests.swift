@@ -69,7 +69,9 @@ final class FeedLog: Sendable {
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         answer(connection, Self.user, ["a": ["order": 2, "title": "for u1"]])
         answer(connection, Self.tier, nil)
-        answer(connection, Self.publicContent, ["p": ["order": 3, "groupIds": [11]], "q": ["order": 1, "groupIds": [12]]])
+        answer(
+            connection, Self.publicContent,
+            ["p": ["order": 3, "groupIds": [11]], "q": ["order": 1, "groupIds": [12]]])
         db.settle()
         try await Task.sleep(nanoseconds: 100_000_000)
         answer(connection, Self.group, ["g": ["order": 1]])
@@ -89,7 +91,8 @@ final class FeedLog: Sendable {
         #expect(log.keys == [[]])
 
         // One publish: a tier item (public copy kept for a group, private copy for the tier) and a user item.
-        connection.push("d", ["p": .string(Self.publicContent), "d": ["t": ["order": 1, "tierIds": [101], "groupIds": [12]]]])
+        connection.push(
+            "d", ["p": .string(Self.publicContent), "d": ["t": ["order": 1, "tierIds": [101], "groupIds": [12]]]])
         connection.push("d", ["p": .string(Self.tier), "d": ["t": ["order": 1]]])
         connection.push("d", ["p": .string(Self.user), "d": ["u": ["order": 2]]])
         #expect(await poll { log.all.count >= 2 })

@@ -6,6 +6,7 @@ import CanopyNet
 import CanopyPublish
 import CanopyServer
 import Foundation
+import Synchronization
 import Testing
 
 /// The demo event's namespace, directory and expected feeds (`seed/`).
@@ -13,7 +14,8 @@ enum DemoEvent {
     static let namespace = "canopy-demo-summit"
 
     static func directory() throws -> AttendeeDirectory {
-        try AttendeeDirectory.parse(try JSONValue.parse(try String(contentsOfFile: seedFile("attendees.json"), encoding: .utf8)))
+        try AttendeeDirectory.parse(
+            try JSONValue.parse(try String(contentsOfFile: seedFile("attendees.json"), encoding: .utf8)))
     }
 
     /// The keys attendee `id` must see, in order.
@@ -34,7 +36,8 @@ enum DemoEvent {
         #expect(try client.request("PUT", "/.json?ns=\(namespace)", headers: headers, body: tree).status == 200)
         if isolateGroups {
             let r = try client.request(
-                "PUT", "/private/admin/settings/isolateGroups.json?ns=\(namespace)", headers: headers, body: Array("true".utf8))
+                "PUT", "/private/admin/settings/isolateGroups.json?ns=\(namespace)", headers: headers,
+                body: Array("true".utf8))
             #expect(r.status == 200)
         }
         try publish(port: port, admin: admin)
@@ -43,7 +46,8 @@ enum DemoEvent {
     /// Publishes the pending content.
     static func publish(port: Int, admin: String) throws {
         let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 20)
-        let r = try client.request("POST", "/.canopy/publish?ns=\(namespace)", headers: [("Authorization", "Bearer \(admin)")])
+        let r = try client.request(
+            "POST", "/.canopy/publish?ns=\(namespace)", headers: [("Authorization", "Bearer \(admin)")])
         #expect(r.status == 200)
     }
 
@@ -51,7 +55,8 @@ enum DemoEvent {
     static func addPending(port: Int, admin: String, key: String, item: JSONValue) throws {
         let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 20)
         let r = try client.request(
-            "PUT", "/private/admin/pendingContent/\(key).json?ns=\(namespace)", headers: [("Authorization", "Bearer \(admin)")],
+            "PUT", "/private/admin/pendingContent/\(key).json?ns=\(namespace)",
+            headers: [("Authorization", "Bearer \(admin)")],
             body: Array(item.serialized().utf8))
         #expect(r.status == 200)
     }
@@ -95,5 +100,3 @@ final class FeedRecorder: Sendable {
     var error: (any Error)? { failure.withLock { $0 } }
     func cancel() { task.withLock { $0?.cancel() } }
 }
-
-import Synchronization

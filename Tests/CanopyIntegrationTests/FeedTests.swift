@@ -45,13 +45,16 @@ import Testing
         // Targeted at the attendee's tier, group and id: one commit changes the public, tier and user locations.
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new1",
-            item: ["order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["11"],
-                   "attendeeIds": ["100201"]])
+            item: [
+                "order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["11"],
+                "attendeeIds": ["100201"],
+            ])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { log.keys.count >= 2 })
         // A second, separate publish: once it shows, every update of the first one has been seen.
         try DemoEvent.addPending(
-            port: server.port, admin: server.admin, key: "-new2", item: ["order": 100, "type": "text", "checkAll": true])
+            port: server.port, admin: server.admin, key: "-new2",
+            item: ["order": 100, "type": "text", "checkAll": true])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { log.keys.count >= 3 })
         #expect(log.keys == [initial, ["-new1"] + initial, ["-new1"] + initial + ["-new2"]])

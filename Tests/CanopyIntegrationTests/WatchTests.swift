@@ -2,6 +2,7 @@
 // cached feed offline, and clean failures.
 
 import CanopyCore
+import CanopyNet
 import CanopyPublish
 import CanopyServer
 import Foundation
@@ -10,7 +11,8 @@ import Testing
 @Suite struct WatchTests {
     /// The real daemon with the demo event loaded (and a fixed port when restarting it in place).
     func daemon(port: Int = 0, data: String) throws -> ServerProcess {
-        try ServerProcess(dataDirectory: data, extraArguments: ["--demo"] + (port == 0 ? [] : ["--port", String(port)]))
+        try ServerProcess(
+            dataDirectory: data, extraArguments: ["--demo"] + (port == 0 ? [] : ["--port", String(port)]))
     }
 
     func attendeeToken(_ id: String, data: String) throws -> String {
@@ -33,12 +35,15 @@ import Testing
         // Tier 101 and group 12 and the attendee: the public, tier and user locations change in one commit.
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new1",
-            item: ["order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["12"],
-                   "attendeeIds": ["100204"]])
+            item: [
+                "order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["12"],
+                "attendeeIds": ["100204"],
+            ])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { watch.feedChanges.count >= 2 })
         try DemoEvent.addPending(
-            port: server.port, admin: server.admin, key: "-new2", item: ["order": 100, "type": "text", "checkAll": true])
+            port: server.port, admin: server.admin, key: "-new2",
+            item: ["order": 100, "type": "text", "checkAll": true])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { watch.feedChanges.count >= 3 })
         #expect(watch.feedChanges == [initial, ["-new1"] + initial, ["-new1"] + initial + ["-new2"]])
@@ -122,9 +127,8 @@ struct HTTPClientBox {
     func put(_ namespace: String, _ path: String, _ json: String) throws {
         let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 20)
         let r = try client.request(
-            "PUT", "/\(path).json?ns=\(namespace)", headers: [("Authorization", "Bearer \(admin)")], body: Array(json.utf8))
+            "PUT", "/\(path).json?ns=\(namespace)", headers: [("Authorization", "Bearer \(admin)")],
+            body: Array(json.utf8))
         #expect(r.status == 200)
     }
 }
-
-import CanopyNet

@@ -9,8 +9,8 @@
 // in the order the client's sync queue produced them. Coalescing: after the first event of a burst the consumer
 // enqueues a barrier on that same serial queue; the barrier comes back through the stream after every server
 // push that was already queued (a publish's frames arrive back-to-back and are queued together), so a commit
-// that changed several locations is merged and yielded once, at the barrier. This adds one queue hop, not a
-// timer, so no visible latency.
+// that changed several locations is merged and yielded once, when the burst is over (`FeedBurst`). This adds a
+// queue hop or two, not a timer, so no visible latency.
 
 import CanopyCore
 import CanopyPublish
@@ -86,19 +86,22 @@ public final class PersonalizedContentFeed: Sendable {
         return AsyncThrowingStream { [db] continuation in
             let task = Task {
                 var assembler = FeedAssembler(attendee: attendee)
-                var barrierQueued = false
+                var burst = FeedBurst()
                 do {
                     for try await snapshot in events {
+                        let action: FeedBurst.Action
                         if snapshot.location == Self.barrierPath {
-                            barrierQueued = false
-                            if let feed = assembler.endOfBurst() { continuation.yield(feed) }
-                            continue
+                            action = burst.barrier()
+                        } else if let index = locations.firstIndex(of: snapshot.location) {
+                            assembler.receive(snapshot.node, at: index)
+                            action = burst.event()
+                        } else {
+                            action = .none
                         }
-                        guard let index = locations.firstIndex(of: snapshot.location) else { continue }
-                        assembler.receive(snapshot.node, at: index)
-                        if !barrierQueued {
-                            barrierQueued = true
-                            core.queue.async { sink.yield(barrier) }
+                        switch action {
+                        case .none: break
+                        case .queueBarrier: core.queue.async { sink.yield(barrier) }
+                        case .endBurst: if let feed = assembler.endOfBurst() { continuation.yield(feed) }
                         }
                     }
                     continuation.finish()

@@ -28,7 +28,8 @@ enum WatchClaims {
     static func attendee(of token: String) throws(CommandFailure) -> (attendee: Attendee, namespace: String?) {
         let payload = try claims(of: token)
         guard let attendee = Attendee(claims: payload) else {
-            throw CommandFailure("the token has no attendee claims (userId); mint one with 'canopy token mint --attendee'")
+            throw CommandFailure(
+                "the token has no attendee claims (userId); mint one with 'canopy token mint --attendee'")
         }
         return (attendee, payload["ns"]?.stringValue)
     }

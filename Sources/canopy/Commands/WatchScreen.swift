@@ -26,7 +26,9 @@ struct WatchScreen {
 
     /// The screen as lines of text (no trailing separator).
     func render() -> String {
-        var lines = ["canopy watch · \(namespace) · \(subject) · \(Self.describe(connection)) · pending writes: \(pendingWrites)"]
+        var lines = [
+            "canopy watch · \(namespace) · \(subject) · \(Self.describe(connection)) · pending writes: \(pendingWrites)"
+        ]
         switch content {
         case .waiting:
             lines.append("(no data yet)")
