@@ -17,6 +17,8 @@ func tests(_ name: String, _ deps: [Target.Dependency], resources: [Resource]? =
 
 let package = Package(
     name: "canopy",
+    // Apple minimums of what the client library uses: Synchronization's Mutex/Atomic (ignored on Linux).
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .executable(name: "canopy", targets: ["canopy"])
     ],

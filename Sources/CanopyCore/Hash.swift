@@ -1,23 +1,22 @@
 // Hash -- SHA-1 + standard base64, the digest format of Firebase data hashes (OpenSSL libcrypto on Linux,
-// CommonCrypto on Apple platforms, so the client library needs no OpenSSL there).
+// CryptoKit on Apple platforms, so the client library needs no OpenSSL there).
 
-#if canImport(CommonCrypto)
-    import CommonCrypto
+#if canImport(CryptoKit)
+    // CryptoKit rather than CommonCrypto: `CC_SHA1` is deprecated on Apple platforms and would warn there.
+    import CryptoKit
+    import Foundation
 
     /// SHA-1 digests encoded the way Firebase clients encode data hashes.
     public enum Hash {
         /// base64(SHA-1(UTF-8 bytes of `text`)), standard alphabet with `=` padding: always 28 characters.
         public static func sha1Base64(_ text: String) -> String {
-            var text = text
-            return text.withUTF8 { sha1Base64(bytes: UnsafeRawBufferPointer($0)) }
+            Base64.encode(Array(Insecure.SHA1.hash(data: Array(text.utf8))))
         }
 
         /// base64(SHA-1(`bytes`)), standard alphabet with `=` padding.
         public static func sha1Base64(bytes: UnsafeRawBufferPointer) -> String {
             // SHA-1 is what the Firebase protocol specifies for data hashes (not a security use).
-            var digest = [UInt8](repeating: 0, count: Int(CC_SHA1_DIGEST_LENGTH))
-            _ = CC_SHA1(bytes.baseAddress, CC_LONG(bytes.count), &digest)
-            return Base64.encode(digest)
+            Base64.encode(Array(Insecure.SHA1.hash(data: bytes)))
         }
     }
 #else

@@ -14,11 +14,15 @@ struct WatchCommand: Command {
         canopy watch (--feed | --path <path>) [--url <url>] [--ns <event>] [--token <token>] [--cache <dir>]
           --feed    show the attendee's merged feed; userId, tierId and groups come from the token's claims
           --path    show the live value at this path
+          --url     daemon URL (default $CANOPY_URL, else http://127.0.0.1:9000)
+          --token   the token to connect with, e.g. from 'canopy token mint --attendee' (default $CANOPY_TOKEN,
+                    else the admin credential in <data>/admin.credential)
+          --data    data directory whose admin.credential to use when no token is given (default ./canopy-data)
+          --ns      the event (default: the token's ns claim)
           --cache   keep a local cache here: a later start shows the cached data at once, even offline
-        \(RemoteOptions.usage)
-        --ns defaults to the token's ns claim. Redraws on every change (on a terminal in place, otherwise one
-        block per change followed by a '\(WatchScreen.separator)' line) with the connection state and pending
-        writes; reconnects by itself when the daemon restarts. Ctrl-C or SIGTERM exits.
+        Redraws on every change (on a terminal in place, otherwise one block per change followed by a
+        '\(WatchScreen.separator)' line) with the connection state and pending writes; reconnects by itself when
+        the daemon restarts. Ctrl-C or SIGTERM exits.
         """
 
     var remote = RemoteOptions()
