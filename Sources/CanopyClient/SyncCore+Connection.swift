@@ -129,6 +129,7 @@ extension SyncCore {
         for (_, handler) in handlers.sorted(by: { $0.key < $1.key }) { handler(.disconnected) }
         if wasConnected { setInfo(connected: false) }
         guard !isClosed else { return }
+        resumeWaitersOnHeldData()
         guard isOnline else {
             setConnectionState(.offline)
             return

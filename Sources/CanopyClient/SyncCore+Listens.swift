@@ -255,13 +255,19 @@ extension SyncCore {
 
     // MARK: - waiting for data
 
-    /// Resumes `continuation` once `key`'s data is confirmed by the server (retaining the listen meanwhile).
-    func whenComplete(_ key: ListenKey, _ continuation: CheckedContinuation<Void, any Error>) {
-        if isComplete(key) {
+    /// Resumes `continuation` when `key`'s data is good to run on: confirmed by the server, or — while there is
+    /// no connection to confirm it — held from the cache. The caller retains the listen meanwhile.
+    func whenKnown(_ key: ListenKey, _ continuation: CheckedContinuation<Void, any Error>) {
+        if isComplete(key) || (phase != .connected && isKnown(key)) {
             continuation.resume()
             return
         }
         completionWaiters[key, default: []].append(continuation)
+    }
+
+    /// Resumes the waiters whose data is held, once the connection is gone (see `whenKnown`).
+    func resumeWaitersOnHeldData() {
+        for key in completionWaiters.keys where isKnown(key) { resumeCompletionWaiters(key, error: nil) }
     }
 
     func resumeCompletionWaiters(_ key: ListenKey, error: ClientError?) {

@@ -17,9 +17,10 @@ extension DatabaseReference {
     /// Runs `update` on the current value and writes its result only if the server still holds that value;
     /// otherwise reruns it with the fresh value.
     ///
-    /// The location is listened to while the transaction runs; the first attempt waits until the server has
-    /// confirmed its data (so it needs a connection). The result is applied locally at once (optimistically)
-    /// and rolled back if the attempt fails.
+    /// The location is listened to while the transaction runs. Connected, each attempt runs on data the server
+    /// confirmed; offline, on the data held from the cache (with none, it waits for the server). Each attempt's result is applied
+    /// locally at once (optimistically) and rolled back if the attempt fails; offline, the compare-and-set is
+    /// sent after the next handshake, behind the re-listen, so a stale cache costs one `datastale` rerun.
     /// - Returns: whether it committed, and the value after it.
     /// - Throws: `ClientError.maxRetries` after 25 stale attempts, `.disconnected` when the connection dropped
     ///   while an attempt was in flight (it may have applied), `.permissionDenied` and other rejections.
@@ -31,7 +32,7 @@ extension DatabaseReference {
         defer { core.queue.async { [core] in core.release(key) } }
         for _ in 0..<Self.maxTransactionAttempts {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                core.queue.async { [core] in core.whenComplete(key, continuation) }
+                core.queue.async { [core] in core.whenKnown(key, continuation) }
             }
             let base = core.sync { core.transactionBase(location) }
             guard case .success(let value) = update(base.json(export: false)) else {

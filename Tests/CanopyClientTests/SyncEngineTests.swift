@@ -203,6 +203,37 @@ import Testing
         await db.close()
     }
 
+    @Test func offlineTransactionRunsOnHeldDataAndCommitsAfterReconnect() async throws {
+        let network = ScriptedNetwork(accepting: true)
+        let db = try scriptedDatabase(network)
+        let counter = SnapshotLog(db.ref("counter"))
+        let first = try #require(await network.connect(1))
+        db.settle()
+        first.push("d", ["p": "/counter", "d": 5])
+        first.replyTo("q")
+        #expect(await poll { counter.values == [5] })
+        network.accepting = false
+        first.drop()
+        let task = Task {
+            try await db.ref("counter").runTransaction { current in .success(.int((current.int64Value ?? 0) + 1)) }
+        }
+        // Offline, the result shows at once.
+        #expect(await poll { counter.values == [5, 6] })
+        network.accepting = true
+        let second = try #require(await network.connect(network.connections.count + 1))
+        #expect(await poll { second.actions.contains("p") })
+        db.settle()
+        let put = try #require(second.request("p"))
+        #expect(put["b"]?["h"] == .string(try Node.from(json: 5).hash))
+        #expect(second.actions.firstIndex(of: "q")! < second.actions.firstIndex(of: "p")!)
+        second.replyTo("q")
+        second.push("d", ["p": "/counter", "d": 6])
+        second.reply(put["r"]!.int64Value!)
+        let result = try await task.value
+        #expect(result.committed && result.snapshot.value == 6)
+        await db.close()
+    }
+
     @Test func infoConnectedFollowsTheConnection() async throws {
         let network = ScriptedNetwork(accepting: true)
         let db = try scriptedDatabase(network)
