@@ -25,6 +25,10 @@ final class LongPollConnection: WireTransport {
     var onClose: (() -> Void)?
     /// Called once when the session ends, for whatever reason (the endpoint forgets it).
     var onFinished: ((LongPollConnection) -> Void)?
+    /// The session this transport carries.
+    weak var session: WireSession?
+    /// A WebSocket waiting to take the session over.
+    var upgrade: LongPollUpgrade?
 
     private var reassembler: LongPollReassembler
     /// Complete server messages (JSON texts) not yet handed to a poll.
@@ -39,6 +43,8 @@ final class LongPollConnection: WireTransport {
     /// Wall-clock time of the last request, for the idle timeout.
     private(set) var lastRequestAt: Int64
     private(set) var isClosed = false
+    /// Handed over to another transport: the next poll gets what is queued and the `close` command.
+    private var retiring = false
 
     init(
         id: String, password: String, callbackID: String?, namespaceName: String, loop: EventLoop,
@@ -78,6 +84,12 @@ final class LongPollConnection: WireTransport {
     /// - Throws: when the segments break the protocol or a limit; the caller answers the error and ends the session.
     func received(_ segments: [LongPollSegment], responder: HTTPResponder) throws(LongPollError) {
         lastRequestAt = clock.nowMilliseconds()
+        if retiring {
+            if held != nil { releaseHeldPoll() }
+            held = responder
+            finish()
+            return
+        }
         for segment in segments {
             for message in try reassembler.add(segment) {
                 guard !isClosed else { break }
@@ -127,6 +139,18 @@ final class LongPollConnection: WireTransport {
         let callback = onClose
         onClose = nil
         _ = loop.schedule(afterMilliseconds: 0) { callback?() }
+    }
+
+    /// Hands the session over to another transport (WebSocket upgrade): what is queued, ending with the `n`
+    /// control message, goes out with the `close` command on the held poll, or else on the next poll. `onClose`
+    /// does not fire: the session lives on.
+    func retire() {
+        guard !isClosed else { return }
+        onClose = nil
+        onText = nil
+        upgrade = nil
+        retiring = true
+        if held != nil { finish() }
     }
 
     /// Ends the session from the server's or the client's side (idle timeout, `disconn`, a limit, a protocol
@@ -203,6 +227,8 @@ final class LongPollConnection: WireTransport {
             responder.respond(Self.response(body))
         }
         onText = nil
+        upgrade?.abandon()
+        upgrade = nil
         let finished = onFinished
         onFinished = nil
         finished?(self)

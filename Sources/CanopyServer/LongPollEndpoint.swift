@@ -9,6 +9,8 @@ final class LongPollEndpoint {
     unowned let hub: RealtimeHub
     var limits = LongPollLimits()
     private var connections: [String: LongPollConnection] = [:]
+    /// The same sessions by their handshake's `s`, which names them in a WebSocket upgrade.
+    private var connectionsByHandshake: [String: LongPollConnection] = [:]
     private var sweepTimer: TimerHandle?
     private let logger = Logger(label: "canopy.longpoll")
 
@@ -82,18 +84,42 @@ final class LongPollEndpoint {
         let connection = LongPollConnection(
             id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespace.name,
             loop: hub.loop, limits: limits, clock: context.configuration.clock)
-        connection.onFinished = { [weak self] finished in
-            guard let self, self.connections[finished.id] === finished else { return }
-            self.connections[finished.id] = nil
-        }
-        connections[id] = connection
         let session = WireSession(hub: hub, namespace: namespace, socket: connection)
+        connection.session = session
         hub.sessionOpened(session)
         session.start(
             host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+        let handshakeID = session.handshakeID
+        connection.onFinished = { [weak self] finished in
+            guard let self, self.connections[finished.id] === finished else { return }
+            self.connections[finished.id] = nil
+            self.connectionsByHandshake[handshakeID] = nil
+        }
+        session.onEndTransmission = { [weak connection] in connection?.upgrade?.complete() }
+        connections[id] = connection
+        connectionsByHandshake[handshakeID] = connection
         responder.respond(LongPollConnection.response(connection.startResponseBody()))
         logger.debug("lp.started", ["id": id, "ns": namespace.name])
         scheduleSweep()
+    }
+
+    /// A WebSocket opened with `s=<handshake s>` to take over a long-poll session (see `LongPollUpgrade`). A socket
+    /// that names no live session of `namespace` is told to reset (`r`), so the client drops it at once.
+    func upgrade(_ socket: WebSocketConnection, handshakeID: String, namespace: Namespace, host: String) {
+        guard let connection = connectionsByHandshake[handshakeID], !connection.isClosed,
+            let session = connection.session, session.namespace === namespace
+        else {
+            logger.debug("lp.upgrade_unknown_session", ["ns": namespace.name])
+            let reset: JSONValue = ["t": "c", "d": ["t": "r", "d": .string(host)]]
+            socket.send(text: reset.serialized())
+            socket.close(code: 1000, reason: "")
+            return
+        }
+        connection.upgrade?.abandon()
+        let upgrade = LongPollUpgrade(socket: socket, connection: connection)
+        connection.upgrade = upgrade
+        upgrade.begin()
+        logger.debug("lp.upgrade_started", ["id": connection.id])
     }
 
     /// The session named by `credentials`; a wrong password is refused exactly like an unknown id.

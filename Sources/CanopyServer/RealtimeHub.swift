@@ -55,9 +55,14 @@ final class RealtimeHub: RealtimeService {
             return
         }
         guard let socket = responder.upgradeToWebSocket(request) else { return }
+        let host = request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)"
+        if let transportSession = params["s"], !transportSession.isEmpty {
+            longPoll.upgrade(socket, handshakeID: transportSession, namespace: namespace, host: host)
+            return
+        }
         let session = WireSession(hub: self, namespace: namespace, socket: socket)
         sessions[ObjectIdentifier(session)] = session
-        session.start(host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
+        session.start(host: host)
     }
 
     /// Registers a session opened by another transport (long polling).

@@ -45,7 +45,11 @@ protocol WireTransport: AnyObject {
 final class WireSession {
     unowned let hub: RealtimeHub
     let namespace: Namespace
-    let socket: any WireTransport
+    private(set) var socket: any WireTransport
+    /// The `s` of this session's handshake, which a long-poll client names when it upgrades to a WebSocket.
+    private(set) var handshakeID = ""
+    /// Called when the client ends transmission on its current transport (`n`, long polling → WebSocket upgrade).
+    var onEndTransmission: (() -> Void)?
     private(set) var identity: Identity = .anonymous
     private var listens: [String: WireListen] = [:]
     private var onDisconnect: [DisconnectOperation] = []
@@ -67,9 +71,10 @@ final class WireSession {
         socket.onText = { [weak self] text in self?.received(text) }
         socket.onClose = { [weak self] in self?.socketClosed() }
         let now = hub.context.configuration.clock.nowMilliseconds()
+        handshakeID = Self.sessionID()
         let handshake: JSONValue = [
             "t": "c",
-            "d": ["t": "h", "d": ["ts": .int(now), "v": "5", "h": .string(host), "s": .string(Self.sessionID())]],
+            "d": ["t": "h", "d": ["ts": .int(now), "v": "5", "h": .string(host), "s": .string(handshakeID)]],
         ]
         send(handshake)
     }
@@ -109,6 +114,7 @@ final class WireSession {
         }
         if type == "c" {
             if body["t"]?.stringValue == "p" { send(["t": "c", "d": ["t": "o", "d": [:]]]) }
+            if body["t"]?.stringValue == "n" { onEndTransmission?() }
             return
         }
         guard type == "d", let action = body["a"]?.stringValue else { return }
@@ -383,6 +389,17 @@ final class WireSession {
     private func end(code: UInt16, reason: String) {
         socket.close(code: code, reason: reason)
         socketClosed()
+    }
+
+    /// Moves the session to `transport` (a long-poll session upgraded to a WebSocket). The old transport's callbacks
+    /// are cleared, so retiring it runs no onDisconnect; everything sent from now on goes out on `transport`.
+    func switchTransport(to transport: any WireTransport) {
+        guard !closed else { return }
+        socket.onText = nil
+        socket.onClose = nil
+        socket = transport
+        transport.onText = { [weak self] text in self?.received(text) }
+        transport.onClose = { [weak self] in self?.socketClosed() }
     }
 
     private func socketClosed() {

@@ -87,6 +87,12 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
         return r
     }
 
+    /// Sends any message (a control message, say) in segments of `segmentSize`.
+    func send(_ message: JSONValue, segmentSize: Int = 1840) throws {
+        let status = try sendSegments(segment(message, size: segmentSize))
+        guard status == 200 else { throw HTTPClientError("segment request answered \(status)") }
+    }
+
     /// Numbers and encodes `message` as the SDK would (web-safe base64, `.` padding), without sending it.
     /// With `consume: false` the numbers stay free for the next message (a forged or discarded message).
     func segment(_ message: JSONValue, size: Int, consume: Bool = true) -> [(

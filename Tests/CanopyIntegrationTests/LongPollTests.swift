@@ -169,6 +169,44 @@ final class LongPollTestClock: WallClock {
         }
     }
 
+    @Test func upgradeMovesTheSessionToAWebSocket() throws {
+        try withServer { server in
+            let a = try LongPollTestClient(port: server.port, namespace: "lp6")
+            let hello = try #require(a.waitFor { $0["t"] == "c" })
+            let handshakeID = try #require(hello["d"]?["d"]?["s"]?.stringValue)
+            a.startPolling()
+            try authAsAdmin(a, server)
+            let q = try a.request("q", ["p": "/rooms", "h": ""])
+            #expect(a.reply(q)?["d"]?["b"]?["s"] == "ok")
+            // The SDK's secondary connection: /.ws?v=5&ns=lp6&s=<handshake s>. The server acks the switch first.
+            let ws = try WireTestClient(port: server.port, namespace: "lp6&s=\(handshakeID)")
+            #expect(ws.waitFor { $0["t"] == "c" }?["d"]?["t"] == "a")
+            ws.sendRaw(#"{"t":"c","d":{"t":"p","d":{}}}"#)
+            #expect(ws.waitFor { $0["t"] == "c" }?["d"]?["t"] == "o")
+            // The client acks on the socket and writes there at once; that waits for the long poll's `n`.
+            ws.sendRaw(#"{"t":"c","d":{"t":"a","d":{}}}"#)
+            ws.sendRaw(#"{"t":"d","d":{"r":100,"a":"p","b":{"p":"/rooms/r1","d":"via socket"}}}"#)
+            #expect(ws.waitFor(timeout: 0.3) { $0["d"]?["r"] == 100 } == nil)
+            try a.send(["t": "c", "d": ["t": "n", "d": [:]]])
+            // The long poll ends with `n` and `close`; the socket carries the session (auth, listens) from now on.
+            #expect(a.waitFor { $0["t"] == "c" && $0["d"]?["t"] == "n" } != nil)
+            for _ in 0..<200 where !a.isStopped { Thread.sleep(forTimeInterval: 0.02) }
+            #expect(a.closeCommands >= 1)  // the held poll and the request that carried `n` may both be told
+            #expect(ws.reply(100)?["d"]?["b"]?["s"] == "ok")
+            #expect(ws.push("d", path: "/rooms/r1")?["d"]?["b"]?["d"] == "via socket")
+            #expect(a.push("d", path: "/rooms/r1", timeout: 0.3) == nil)
+            // onDisconnect now belongs to the socket: closing it applies the operation.
+            ws.sendRaw(#"{"t":"d","d":{"r":101,"a":"o","b":{"p":"/presence/a","d":"offline"}}}"#)
+            #expect(ws.reply(101)?["d"]?["b"]?["s"] == "ok")
+            #expect(try eventually(server, "/presence/a.json?ns=lp6", equals: .null))
+            ws.close()
+            #expect(try eventually(server, "/presence/a.json?ns=lp6", equals: "offline"))
+            // A socket naming no long-poll session is told to reset.
+            let stray = try WireTestClient(port: server.port, namespace: "lp6&s=nosuchsession")
+            #expect(stray.waitFor { $0["t"] == "c" }?["d"]?["t"] == "r")
+        }
+    }
+
     @Test func idleSessionTimesOutAndRunsOnDisconnect() throws {
         let clock = LongPollTestClock()
         let useClock: (inout ServerConfiguration) -> Void = { $0.clock = clock }
