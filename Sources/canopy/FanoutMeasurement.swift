@@ -12,11 +12,11 @@ enum FanoutPayload {
     private static let seqKey = Array(#""seq":"#.utf8)
     private static let sentAtKey = Array(#""sentAt":"#.utf8)
 
-    /// Finds `"seq":<n>` and `"sentAt":<n>` in a delivered message; nil when the message has no payload.
+    /// Finds `"seq":<n>` and then `"sentAt":<n>` in a delivered message; nil when the message has no payload.
     static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (seq: Int, sentAt: UInt64)? {
-        guard let seq = number(after: seqKey, in: bytes), let sentAt = number(after: sentAtKey, in: bytes) else {
-            return nil
-        }
+        guard let (seq, end) = number(after: seqKey, in: bytes, from: 0),
+            let (sentAt, _) = number(after: sentAtKey, in: bytes, from: end)
+        else { return nil }
         return (Int(seq), sentAt)
     }
 
@@ -26,27 +26,29 @@ enum FanoutPayload {
         return text.withUTF8 { scan($0) }
     }
 
-    /// The decimal number right after the first occurrence of `key`; linear in the message length.
-    private static func number(after key: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
-        guard bytes.count >= key.count else { return nil }
-        var start = 0
+    /// The decimal number right after the first occurrence of `key` at or after `from`, and the index after it;
+    /// linear in the message length.
+    private static func number(after key: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> (UInt64, Int)? {
+        guard bytes.count >= key.count, from <= bytes.count - key.count else { return nil }
+        let first = key[0]
+        var start = from
         while start + key.count <= bytes.count {
-            if bytes[start] == key[0] {
-                var k = 1
-                while k < key.count && bytes[start + k] == key[k] { k += 1 }
-                if k == key.count {
-                    var i = start + k
-                    var value: UInt64 = 0
-                    var digits = 0
-                    while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39, digits < 19 {
-                        value = value * 10 + UInt64(bytes[i] - 0x30)
-                        i += 1
-                        digits += 1
-                    }
-                    return digits > 0 ? value : nil
-                }
+            guard let found = bytes[start...(bytes.count - key.count)].firstIndex(of: first) else { return nil }
+            var k = 1
+            while k < key.count && bytes[found + k] == key[k] { k += 1 }
+            guard k == key.count else {
+                start = found + 1
+                continue
             }
-            start += 1
+            var i = found + k
+            var value: UInt64 = 0
+            var digits = 0
+            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39, digits < 19 {
+                value = value * 10 + UInt64(bytes[i] - 0x30)
+                i += 1
+                digits += 1
+            }
+            return digits > 0 ? (value, i) : nil
         }
         return nil
     }

@@ -101,6 +101,8 @@ public struct WebSocketDecoder: Sendable {
         var isFinal: Bool
         var opcode: WebSocketOpcode
         var payload: [UInt8]
+        /// A whole, unfragmented text message already decoded (its `payload` is then empty).
+        var text: String? = nil
     }
 
     private mutating func nextFrame() throws(WebSocketError) -> Frame? {
@@ -137,12 +139,13 @@ public struct WebSocketDecoder: Sendable {
             guard length <= maxMessageBytes - (fragmented?.payload.count ?? 0) else { throw .messageTooBig }
         }
         guard bufferedByteCount >= headerLength + length else { return nil }
-        let payloadStart = readIndex + headerLength
-        var payload = Array(buffer[payloadStart..<(payloadStart + length)])
+        let payloadRange = (readIndex + headerLength)..<(readIndex + headerLength + length)
+        // The payload is unmasked in place: the bytes are consumed by this frame and never read again.
         if isMasked {
             let keyStart = readIndex + 2 + lengthBytes
             let key = (buffer[keyStart], buffer[keyStart + 1], buffer[keyStart + 2], buffer[keyStart + 3])
-            payload.withUnsafeMutableBufferPointer { bytes in
+            buffer.withUnsafeMutableBufferPointer { all in
+                let bytes = UnsafeMutableBufferPointer(rebasing: all[payloadRange])
                 for index in bytes.indices {
                     switch index & 3 {
                     case 0: bytes[index] ^= key.0
@@ -154,7 +157,12 @@ public struct WebSocketDecoder: Sendable {
             }
         }
         readIndex += headerLength + length
-        return Frame(isFinal: isFinal, opcode: opcode, payload: payload)
+        if opcode == .text && isFinal && fragmented == nil {
+            // The common case, a whole text message in one frame, is decoded straight from the buffer.
+            guard let text = String(validating: buffer[payloadRange], as: UTF8.self) else { throw .invalidUTF8 }
+            return Frame(isFinal: true, opcode: .text, payload: [], text: text)
+        }
+        return Frame(isFinal: isFinal, opcode: opcode, payload: Array(buffer[payloadRange]))
     }
 
     // MARK: Messages
@@ -171,6 +179,7 @@ public struct WebSocketDecoder: Sendable {
             fragmented = nil
             return try complete(opcode: message.opcode, payload: message.payload)
         case .text, .binary:
+            if let text = frame.text { return .text(text) }
             guard fragmented == nil else { throw .protocolError(reason: "new message inside a fragmented one") }
             if !frame.isFinal {
                 fragmented = (frame.opcode, frame.payload)
