@@ -12,10 +12,11 @@ enum FanoutPayload {
     private static let seqKey = Array(#""seq":"#.utf8)
     private static let sentAtKey = Array(#""sentAt":"#.utf8)
 
-    /// Finds `"seq":<n>` and then `"sentAt":<n>` in a delivered message; nil when the message has no payload.
+    /// Finds `"seq":<n>` and `"sentAt":<n>` in a delivered message, in either order (the daemon sorts keys);
+    /// nil when the message has no payload.
     static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (seq: Int, sentAt: UInt64)? {
-        guard let (seq, end) = number(after: seqKey, in: bytes, from: 0),
-            let (sentAt, _) = number(after: sentAtKey, in: bytes, from: end)
+        guard let (seq, _) = number(after: seqKey, in: bytes, from: 0),
+            let (sentAt, _) = number(after: sentAtKey, in: bytes, from: 0)
         else { return nil }
         return (Int(seq), sentAt)
     }
