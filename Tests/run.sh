@@ -21,7 +21,7 @@ swift build -Xswiftc -warnings-as-errors >/dev/null
 echo "== swift test"
 # The whole log goes to .build/swift-test.log; the console gets its summary lines and every failure, never cut off.
 CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel > .build/swift-test.log 2>&1 || true
-grep -E '^(✘|􀢄)|^Test run with|Executed [0-9]+ tests?|error:' .build/swift-test.log | head -n 200 || true
+grep -E '^(✘|􀢄) |^. Test run with|^error:|: error:' .build/swift-test.log | head -n 200 || true
 if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log || grep -qE '^(✘|􀢄) ' .build/swift-test.log; then
     echo "run.sh: swift test failed (whole log: .build/swift-test.log); its last lines:"
     tail -n 40 .build/swift-test.log
