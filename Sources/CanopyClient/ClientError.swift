@@ -21,6 +21,8 @@ public enum ClientError: CanopyError, Equatable {
     case storage(reason: String)
     /// The database URL is not usable (scheme, host or port).
     case invalidURL(reason: String)
+    /// No value arrived in time: offline with nothing cached for the location, or the server did not answer.
+    case timedOut(path: String)
 
     public var code: String {
         switch self {
@@ -32,6 +34,7 @@ public enum ClientError: CanopyError, Equatable {
         case .closed: "closed"
         case .storage: "storage_failed"
         case .invalidURL: "invalid_url"
+        case .timedOut: "timed_out"
         }
     }
 
@@ -45,6 +48,7 @@ public enum ClientError: CanopyError, Equatable {
         case .closed: "The database is closed."
         case .storage(let reason): "The local cache failed: \(reason)"
         case .invalidURL(let reason): "Unusable database URL: \(reason)"
+        case .timedOut(let path): "No value for \(path) arrived in time (offline with nothing cached?)."
         }
     }
 

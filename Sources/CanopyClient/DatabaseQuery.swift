@@ -110,10 +110,29 @@ extension DatabaseQueryable {
         return ObservationHandle(task: task)
     }
 
-    /// The current value: the first value `values` yields.
-    public func getValue() async throws -> DataSnapshot {
-        for try await snapshot in values { return snapshot }
-        throw ClientError.closed
+    /// The current value: the first value `values` yields (from the cache at once when it has the location).
+    ///
+    /// Like Firebase's `getData`, it does not wait forever: offline with nothing cached for the location (or
+    /// with a server that does not answer), it throws `ClientError.timedOut` after `timeout` seconds.
+    public func getValue(timeout: Double = 30) async throws -> DataSnapshot {
+        precondition(timeout > 0, "getValue needs a positive timeout")
+        let stream = values
+        let path = query.location.description
+        return try await withThrowingTaskGroup(of: DataSnapshot?.self) { group in
+            group.addTask {
+                for try await snapshot in stream { return snapshot }
+                throw ClientError.closed
+            }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let snapshot = first else {
+                throw ClientError.timedOut(path: path)
+            }
+            return snapshot
+        }
     }
 }
 
