@@ -17,7 +17,8 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     private var server: HTTPServer?
     private var context: ServerContext?
     private var isShuttingDown = false
-    private let directoryLock: DataDirectory.Lock
+    /// Held from `init` until the stopped daemon has closed its databases (then another may use the directory).
+    private var directoryLock: DataDirectory.Lock?
     private let logger = Logger(label: "canopy.server")
 
     public init(configuration: ServerConfiguration) throws {
@@ -99,11 +100,14 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
             return
         }
         isShuttingDown = true
+        // Held long polls are in-flight requests: answered (with the close command) now, not at the drain deadline.
+        context?.realtime?.shuttingDown()
         // The closure keeps the server alive until its connections drained.
         server.shutdown(graceful: true) { [self, server] in
             _ = server
             self.server = nil
             self.context?.registry.closeAll()
+            self.directoryLock = nil
             self.logger.info("server.stopped")
             self.loop.stop()
         }

@@ -13,6 +13,8 @@ protocol RealtimeService: AnyObject {
     func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws
     /// The namespace's rules were replaced: re-check every listener.
     func rulesChanged(in namespace: Namespace)
+    /// The daemon is stopping: end what would otherwise hold the drain open (long polls the server is holding).
+    func shuttingDown()
 }
 
 /// Shared state of the request handlers. Loop-confined.

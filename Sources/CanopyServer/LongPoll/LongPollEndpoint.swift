@@ -154,6 +154,12 @@ final class LongPollEndpoint {
         }
     }
 
+    /// Ends every session (daemon shutdown): each held poll is answered with the close command, and each session's
+    /// onDisconnect operations run while the namespaces are still open.
+    func terminateAll() {
+        for connection in Array(connections.values) { connection.terminate() }
+    }
+
     /// Ends every session whose last request is older than the idle timeout.
     private func sweep() {
         let now = hub.context.configuration.clock.nowMilliseconds()

@@ -250,6 +250,11 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
+    /// The daemon is stopping: long-poll sessions end now (WebSockets and SSE streams close with the server).
+    func shuttingDown() {
+        longPoll.terminateAll()
+    }
+
     /// The namespace's rules changed: cancel every subscription that may no longer read.
     func rulesChanged(in namespace: Namespace) {
         guard let tree = trees[ObjectIdentifier(namespace)] else { return }

@@ -207,6 +207,32 @@ final class LongPollTestClock: WallClock {
         }
     }
 
+    /// Stopping the daemon answers a held poll with the close command (it does not hold the drain open until
+    /// the deadline) and applies the session's onDisconnect before the namespace closes.
+    @Test func daemonStopClosesHeldPollsAndRunsOnDisconnect() throws {
+        let server = try InProcessServer()
+        let a = try start(server, "lp6")
+        a.startPolling()
+        try authAsAdmin(a, server)
+        let o = try a.request("o", ["p": "/presence/a", "d": "gone"])
+        #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
+        server.stop(removeData: false)
+        defer { try? FileManager.default.removeItem(atPath: server.dataDirectory) }
+        for _ in 0..<200 where !a.isStopped { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(a.closeCommands == 1)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = server.dataDirectory
+        let restarted = try Daemon(configuration: configuration)
+        try restarted.start()
+        let thread = Thread { restarted.run() }
+        thread.start()
+        defer { restarted.stop() }
+        let value = try HTTPClient(host: "127.0.0.1", port: restarted.port, timeoutSeconds: 10).json(
+            "GET", "/presence/a.json?ns=lp6", headers: [("Authorization", "Bearer \(restarted.credentials.adminSecret)")])
+        #expect(value.json == "gone")
+    }
+
     @Test func idleSessionTimesOutAndRunsOnDisconnect() throws {
         let clock = LongPollTestClock()
         let useClock: (inout ServerConfiguration) -> Void = { $0.clock = clock }
