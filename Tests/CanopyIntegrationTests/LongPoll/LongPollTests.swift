@@ -207,8 +207,9 @@ final class LongPollTestClock: WallClock {
         }
     }
 
-    /// Stopping the daemon answers a held poll with the close command (it does not hold the drain open until
-    /// the deadline) and applies the session's onDisconnect before the namespace closes.
+    /// Stopping the daemon ends long-poll sessions at once: the session's onDisconnect is applied before the
+    /// namespace closes (without the shutdown hook it never was), and a poll the server holds is answered with the
+    /// close command (whether one is held at that instant depends on scheduling, so at most one close is seen).
     @Test func daemonStopClosesHeldPollsAndRunsOnDisconnect() throws {
         let server = try InProcessServer()
         let a = try start(server, "lp6")
@@ -218,8 +219,9 @@ final class LongPollTestClock: WallClock {
         #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
         server.stop(removeData: false)
         defer { try? FileManager.default.removeItem(atPath: server.dataDirectory) }
-        for _ in 0..<200 where !a.isStopped { Thread.sleep(forTimeInterval: 0.02) }
-        #expect(a.closeCommands == 1)
+        for _ in 0..<500 where !a.isStopped { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(a.isStopped)
+        #expect(a.closeCommands <= 1)
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.dataDirectory = server.dataDirectory
