@@ -34,8 +34,6 @@ final class LongPollConnection: WireTransport {
     /// Complete server messages (JSON texts) not yet handed to a poll.
     private var outbox: [String] = []
     private var outboxBytes = 0
-    /// A server message being collected from its counted pieces (`WireSession.frames(for:)`).
-    private var pieces: (remaining: Int, text: String)?
     private var held: HTTPResponder?
     private var holdTimer: TimerHandle?
     private var flushTimer: TimerHandle?
@@ -63,13 +61,7 @@ final class LongPollConnection: WireTransport {
 
     /// Whether `candidate` is this session's password, compared in time independent of where they differ.
     func accepts(password candidate: String) -> Bool {
-        let expected = Array(password.utf8)
-        let given = Array(candidate.utf8)
-        var difference = UInt8(expected.count == given.count ? 0 : 1)
-        for index in 0..<min(expected.count, given.count) {
-            difference |= expected[index] ^ given[index]
-        }
-        return difference == 0
+        constantTimeEqual(candidate, password)
     }
 
     // MARK: - requests
@@ -111,24 +103,11 @@ final class LongPollConnection: WireTransport {
 
     // MARK: - WireTransport
 
-    /// Queues one frame of the session's output. Counted pieces are joined back into their message: a poll
-    /// answer carries whole messages.
+    /// Queues one whole message of the session's output (a poll answer carries whole messages: `WireSession`
+    /// sends `WireMessages`, whose `texts` this transport takes, never counted pieces).
     func send(text: String) {
         guard !isClosed else { return }
-        if var collecting = pieces {
-            collecting.text += text
-            collecting.remaining -= 1
-            if collecting.remaining > 0 {
-                pieces = collecting
-                return
-            }
-            pieces = nil
-            enqueue(collecting.text)
-        } else if text.utf8.count <= 6, let count = Int(text), count >= 1 {
-            pieces = (count, "")
-        } else {
-            enqueue(text)
-        }
+        enqueue(text)
     }
 
     /// The session ends itself (a malformed message): the client is told to close, and the session's
