@@ -63,7 +63,7 @@ struct CompactJWS {
         Base64.encode(bytes, url: true, padding: false)
     }
 
-    private static func object(_ bytes: [UInt8], _ what: String) throws(JWTError) -> JSONValue {
+    fileprivate static func object(_ bytes: [UInt8], _ what: String) throws(JWTError) -> JSONValue {
         let value: JSONValue
         do {
             value = try JSONValue.parse(
@@ -73,5 +73,22 @@ struct CompactJWS {
         }
         guard value.members != nil else { throw .malformed("\(what) is not a JSON object") }
         return value
+    }
+}
+
+/// Reading a token's claims without verifying it — for clients that only need to know whose token they hold
+/// (the server verifies every token it is given).
+public enum UnverifiedClaims {
+    /// The claims object of a compact JWS, its payload decoded as strictly as a verified one's; the header and
+    /// signature parts are not looked at.
+    /// - Throws: ``JWTError`` (`malformed`) when the token is not three parts with a JSON object payload.
+    public static func of(_ token: String) throws(JWTError) -> JSONValue {
+        guard token.utf8.count <= CompactJWS.maximumBytes else { throw .malformed("token is larger than 16 KiB") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("token has \(parts.count) parts, expected 3") }
+        guard let bytes = CompactJWS.decodeBase64URL(parts[1]), !bytes.isEmpty else {
+            throw .malformed("payload is not unpadded base64url")
+        }
+        return try CompactJWS.object(bytes, "claims")
     }
 }
