@@ -1,36 +1,16 @@
 // WireFraming -- the client side of wire-protocol v5 framing: counted pieces in, pieces out (protocol doc §3.2).
 
-/// Reassembles messages that the server split into a piece count followed by pieces.
-struct FrameAssembler: Sendable {
-    /// The largest reassembled message, in UTF-8 bytes (a 16 MB write plus envelope, with UTF-8 headroom).
-    static let maxMessageBytes = 64 * 1024 * 1024
-    private var remaining = 0
-    private var buffer = ""
+import CanopyCore
 
-    /// Why a frame sequence is unusable.
-    enum Failure: Error, Equatable { case tooLarge }
+/// The client's reassembler of counted server messages: the shared one, with the client's size limit.
+typealias FrameAssembler = WireFrameAssembler
 
-    /// Feeds one text frame; returns a complete message when one is ready, nil while buffering.
-    mutating func feed(_ frame: String) throws(Failure) -> String? {
-        if remaining > 0 {
-            buffer += frame
-            remaining -= 1
-            guard buffer.utf8.count <= Self.maxMessageBytes else {
-                remaining = 0
-                buffer = ""
-                throw .tooLarge
-            }
-            if remaining > 0 { return nil }
-            defer { buffer = "" }
-            return buffer
-        }
-        if frame.utf8.count <= 6, let count = Int(frame), count > 0 {
-            remaining = count
-            buffer = ""
-            return nil
-        }
-        return frame
-    }
+extension WireFrameAssembler {
+    /// The largest reassembled server message, in UTF-8 bytes (a 16 MB write plus envelope, with UTF-8 headroom).
+    static let clientMaxMessageBytes = 64 * 1024 * 1024
+
+    /// An assembler with the client's limit.
+    init() { self.init(maxMessageBytes: Self.clientMaxMessageBytes) }
 }
 
 enum WireFraming {

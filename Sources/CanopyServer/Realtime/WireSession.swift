@@ -53,12 +53,13 @@ final class WireSession {
     private(set) var identity: Identity = .anonymous
     private var listens: [String: WireListen] = [:]
     private var onDisconnect: [DisconnectOperation] = []
-    private var pieces: (remaining: Int, text: String)?
     private var expiry: TimerHandle?
     private var closed = false
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
     static let maxMessageCharacters = 17 * 1024 * 1024
+    /// Joins the client's counted pieces; at most 4 UTF-8 bytes per character of the limit.
+    private var assembler = WireFrameAssembler(maxMessageBytes: WireSession.maxMessageCharacters * 4)
 
     init(hub: RealtimeHub, namespace: Namespace, socket: any WireTransport) {
         self.hub = hub
@@ -82,26 +83,13 @@ final class WireSession {
     // MARK: - receiving
 
     private func received(_ text: String) {
-        if var buffered = pieces {
-            buffered.text += text
-            buffered.remaining -= 1
-            guard buffered.text.utf8.count <= Self.maxMessageCharacters * 4 else {
-                end(code: 1009, reason: "message too big")
-                return
-            }
-            if buffered.remaining > 0 {
-                pieces = buffered
-                return
-            }
-            pieces = nil
-            handleMessage(buffered.text)
-            return
+        // A bare "0" (the client keep-alive) yields no message.
+        do {
+            guard let message = try assembler.feed(text) else { return }
+            handleMessage(message)
+        } catch {
+            end(code: 1009, reason: "message too big")
         }
-        if text.utf8.count <= 6, let count = Int(text) {
-            if count >= 1 { pieces = (count, "") }
-            return  // "0" is the client keep-alive
-        }
-        handleMessage(text)
     }
 
     private func handleMessage(_ text: String) {
