@@ -12,6 +12,13 @@ public enum NodeRecord: Sendable {
     case leaf(path: [String], value: JSONValue, priority: JSONValue?)
     /// The priority of the internal node at `path`.
     case priority(path: [String], priority: JSONValue)
+
+    /// The path of the row this record describes.
+    public var path: [String] {
+        switch self {
+        case .leaf(let path, _, _), .priority(let path, _): path
+        }
+    }
 }
 
 extension Node {

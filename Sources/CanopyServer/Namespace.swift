@@ -139,13 +139,17 @@ public final class Namespace {
     /// (and in ancestors that became empty or stopped being leaves).
     ///
     /// The replaced region is the shallowest of: an ancestor that was a leaf (it becomes an internal node), an
-    /// ancestor that became empty (it is pruned), or `path` itself (its parent for a `.priority` write). The region
-    /// is deleted and rewritten, so a write costs in proportion to the old and new size of that region.
+    /// ancestor that became empty (it is pruned), or `path` itself (its parent for a `.priority` write). When the
+    /// region held no rows, its new rows are inserted. When it held a few (`smallRegionRows`), the old and new rows
+    /// are compared: rows that vanished are deleted one by one, changed and new rows are written, unchanged rows
+    /// are left alone — overwriting `{seq, sentAt}` costs two row writes, not a range delete and two inserts.
+    /// A larger region is deleted as a range and rewritten. Either way a write costs in proportion to the old and
+    /// new size of the region.
     static func mutations(for path: Path, before: Node, after: Node) -> [StoreMutation] {
         var target = path
         if target.lastKey == ".priority", let parent = target.parent { target = parent }
         // Walk both trees down `target` once, stopping at the first ancestor that was a leaf or became empty;
-        // `newNode` ends as the new node at `region`.
+        // `oldNode` and `newNode` end as the old and new nodes at `region`.
         var region = target
         var oldNode = before
         var newNode = after
@@ -157,25 +161,67 @@ public final class Namespace {
             oldNode = oldNode.child(key)
             newNode = newNode.child(key)
         }
-        var out: [StoreMutation] = [.deleteSubtree(path: region.segments)]
-        newNode.forEachRecord(under: region.segments) { record in
-            switch record {
-            case .leaf(let path, let value, let priority): out.append(.putLeaf(path: path, value: value, priority: priority))
-            case .priority(let path, let priority): out.append(.putPriority(path: path, priority: priority))
-            }
+        var out: [StoreMutation] = []
+        var oldRows: [[String]: NodeRecord]?
+        if oldNode.isEmpty {
+            oldRows = [:]
+        } else {
+            oldRows = rows(of: oldNode, under: region.segments, limit: smallRegionRows)
+            if oldRows == nil { out.append(.deleteSubtree(path: region.segments)) }
         }
+        newNode.forEachRecord(under: region.segments) { record in
+            let rowPath = record.path
+            if let old = oldRows?.removeValue(forKey: rowPath), sameRow(old, record) { return }
+            out.append(StoreMutation(record))
+        }
+        // Rows of the old region that the new one does not have (none when the region was deleted as a range).
+        for (rowPath, _) in oldRows ?? [:] { out.append(.deleteRow(path: rowPath)) }
         return out
+    }
+
+    /// Old regions with at most this many rows are compared row by row instead of deleted as a range.
+    static let smallRegionRows = 32
+
+    /// The rows of `node` keyed by path, or nil when it has more than `limit`.
+    private static func rows(of node: Node, under base: [String], limit: Int) -> [[String]: NodeRecord]? {
+        struct TooMany: Error {}
+        var rows: [[String]: NodeRecord] = [:]
+        do {
+            try node.forEachRecord(under: base) { record in
+                if rows.count == limit { throw TooMany() }
+                rows[record.path] = record
+            }
+        } catch {
+            return nil
+        }
+        return rows
+    }
+
+    /// Whether two records would store the same row: same kind, value and priority, numbers of the same type.
+    private static func sameRow(_ a: NodeRecord, _ b: NodeRecord) -> Bool {
+        switch (a, b) {
+        case (.leaf(_, let x, let p), .leaf(_, let y, let q)): identical(x, y) && identical(p, q)
+        case (.priority(_, let p), .priority(_, let q)): identical(p, q)
+        default: false
+        }
+    }
+
+    private static func identical(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (.bool(let x)?, .bool(let y)?): x == y
+        case (.int(let x)?, .int(let y)?): x == y
+        case (.double(let x)?, .double(let y)?): x.bitPattern == y.bitPattern
+        case (.string(let x)?, .string(let y)?): JSONKey.bytesEqual(x, y)
+        default: false
+        }
     }
 
     /// Rebuilds the tree from the store's rows (called at start-up and after a failed commit).
     static func load(from store: NamespaceStore) throws -> Node {
         let builder = NodeBuilder()
-        try store.loadAll { entry in
-            switch entry.kind {
-            case .leaf: try builder.add(.leaf(path: entry.path, value: entry.value, priority: entry.priority))
-            case .priority: try builder.add(.priority(path: entry.path, priority: entry.value))
-            }
-        }
+        // A priority row keeps its priority in `priority` (its `value` is null): `entry.record` reads it from there.
+        try store.loadAll { entry in try builder.add(entry.record) }
         return builder.build()
     }
 }

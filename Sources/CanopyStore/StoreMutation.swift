@@ -11,6 +11,8 @@ import CanopyCore
 public enum StoreMutation: Sendable {
     /// Remove the node at `path` and everything below it (the whole tree for the root, `[]`).
     case deleteSubtree(path: [String])
+    /// Remove the one row at exactly `path` (a leaf, or an internal node's priority), not the rows below it.
+    case deleteRow(path: [String])
     /// Store (or overwrite) the leaf at `path`. `value` must be `.string`, `.int`, `.double` (finite) or `.bool`.
     case putLeaf(path: [String], value: JSONValue, priority: JSONValue?)
     /// Store (or overwrite) the priority of the internal node at `path`.
@@ -19,7 +21,7 @@ public enum StoreMutation: Sendable {
     /// The path this mutation touches.
     public var path: [String] {
         switch self {
-        case .deleteSubtree(let path), .putLeaf(let path, _, _), .putPriority(let path, _): path
+        case .deleteSubtree(let path), .deleteRow(let path), .putLeaf(let path, _, _), .putPriority(let path, _): path
         }
     }
 

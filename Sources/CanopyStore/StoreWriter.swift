@@ -56,6 +56,49 @@ final class StoreWriter {
     /// - Returns: one result per submission: its revision, or why it failed.
     func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
     {
+        // Submissions almost never fail, so the group is first applied without a savepoint around each one (two
+        // statements fewer per write). If one does fail, that transaction is rolled back and the group applied
+        // again with savepoints, so only the failing submissions fail.
+        if group.count > 1, let results = commitWithoutSavepoints(group, beforeCommit: beforeCommit) {
+            return results
+        }
+        return commit(group, usesSavepoints: group.count > 1, beforeCommit: beforeCommit)
+    }
+
+    /// The whole group in one transaction without savepoints; nil (and nothing changed) if a submission failed.
+    private func commitWithoutSavepoints(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)?)
+        -> [Result<UInt64, StoreError>]?
+    {
+        do {
+            try run(StoreSchema.SQL.begin)
+        } catch {
+            return failAll(group, StoreError(error, location: connection.path))
+        }
+        for mutations in group {
+            if case .failure = applyAll(mutations) {
+                if !connection.isAutocommit { try? run(StoreSchema.SQL.rollback) }
+                return nil
+            }
+        }
+        let next = revision + UInt64(group.count)
+        do {
+            let write = try cache.statement(StoreSchema.SQL.writeMeta)
+            try write.bind(StoreSchema.MetaName.revision, at: 1)
+            try write.bind(Int64(next), at: 2)
+            try write.run()
+            beforeCommit?()
+            try run(StoreSchema.SQL.commit)
+        } catch {
+            return failAll(group, StoreError(error, location: connection.path))
+        }
+        let first = revision
+        revision = next
+        return (1...group.count).map { .success(first + UInt64($0)) }
+    }
+
+    private func commit(
+        _ group: [[StoreMutation]], usesSavepoints: Bool, beforeCommit: (@Sendable () -> Void)?
+    ) -> [Result<UInt64, StoreError>] {
         do {
             try run(StoreSchema.SQL.begin)
         } catch {
@@ -65,7 +108,6 @@ final class StoreWriter {
         results.reserveCapacity(group.count)
         var next = revision
         // A lone submission needs no savepoint: if it fails, rolling back the transaction undoes exactly it.
-        let usesSavepoints = group.count > 1
         for mutations in group {
             switch usesSavepoints ? applyInSavepoint(mutations) : applyAll(mutations) {
             case .success:
@@ -145,6 +187,12 @@ final class StoreWriter {
         switch mutation {
         case .deleteSubtree:
             try sqlite { () throws(SQLiteError) in try deleteSubtree(key) }
+        case .deleteRow:
+            try sqlite { () throws(SQLiteError) in
+                let exact = try cache.statement(StoreSchema.SQL.deleteKey)
+                try exact.bind(key, at: 1)
+                try exact.run()
+            }
         case .putLeaf(let path, let value, let priority):
             let text = try LeafCodec.encode(value, path: path)
             let priorityText = try priority.map { (p) throws(StoreError) in try LeafCodec.encode(p, path: path) }

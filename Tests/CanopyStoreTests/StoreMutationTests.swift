@@ -10,6 +10,7 @@ import Testing
             let path = "/" + mutation.path.joined(separator: "/")
             switch mutation {
             case .deleteSubtree: return "delete " + path
+            case .deleteRow: return "delete row " + path
             case .putLeaf(_, let value, let priority):
                 return "leaf \(path)=\(text(value))" + (priority.map { "^" + text($0) } ?? "")
             case .putPriority(_, let priority): return "priority \(path)^\(text(priority))"
