@@ -22,7 +22,7 @@ extension Node {
         if leafValue != nil {
             return Node(validatedLeaf: nil, priority: priorityValue, entries: [(key, node)])
         }
-        if slot.found && entries.element(at: slot).node === node { return self }
+        if slot.found && entries.node(at: slot) === node { return self }
         return Node(validatedLeaf: nil, priority: priorityValue, children: entries.setting((key, node), at: slot))
     }
 

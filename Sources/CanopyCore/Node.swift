@@ -8,8 +8,8 @@
 // children.
 //
 // Updates (`Node+Update.swift`) return new trees that share every untouched subtree with the old one: a write
-// at depth d copies the d nodes along the path; each copy costs O(min(children, 256) + children / 128) for the
-// array (or chunk and chunk directory) it changes.
+// at depth d copies the d nodes along the path; each copy costs about O(√children) for the array (or chunk and
+// chunk directory) it changes (see `NodeChildren`).
 //
 // A node is `Sendable` and never changes; snapshots cross threads freely. The wire hash (`Node+Hash.swift`)
 // is computed on first use and cached under a per-node mutex.
@@ -114,7 +114,7 @@ public final class Node: Sendable {
     /// The child named `key`, or `.empty` when absent. `.priority` returns the priority as a leaf.
     public func child(_ key: String) -> Node {
         let slot = entries.slot(of: key)
-        if slot.found { return entries.element(at: slot).node }
+        if slot.found { return entries.node(at: slot) }
         if sameKey(key, Key.priority), let p = priorityValue {
             return Node(validatedLeaf: p, priority: nil, entries: [])
         }

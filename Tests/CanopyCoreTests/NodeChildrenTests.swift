@@ -73,4 +73,23 @@ import Testing
         #expect(updated.child("a").value == 0)
         #expect(updated.childCount == 402)
     }
+    @Test func integerLikeKeysKeepFirebaseOrderThroughCachedValues() {
+        // Searches compare cached integer values; ties on value fall back to length and code units.
+        let tricky = [
+            "0", "-0", "00", "007", "7", "-1", "-01", "2147483647", "2147483648", "-2147483648", "-2147483649", "a",
+            "-", "-a", "1a", "01", "10", "9", "+1", "\u{E000}", "\u{1F600}", "Z", "0000000000007",
+        ]
+        var rng = SeededGenerator(seed: 5)
+        var keys = tricky
+        for i in 0..<200 { keys.append(String(Int.random(in: -50...50, using: &rng)) + (i % 3 == 0 ? "x" : "")) }
+        keys = Array(Set(keys)).shuffled(using: &rng)
+        var node = Node.empty
+        for key in keys { node = node.settingChild(key, Node(leaf: .string(key))) }
+        #expect(node.children.chunkCount > 1)
+        check(node, keys.sorted { compareKeys($0, $1) < 0 })
+        for key in keys { #expect(node.child(key).value == .string(key)) }
+        for absent in ["000", "-00", "8", "b", "2147483646"] where !keys.contains(absent) {
+            #expect(node.child(absent).isEmpty)
+        }
+    }
 }
