@@ -63,6 +63,15 @@ final class HTTPConnection {
         self.parser = HTTPRequestParser(limits: limits.parserLimits)
     }
 
+    deinit {
+        // A WebSocket holds its connection unowned and touches it only while open: it must learn the connection
+        // is gone even on paths that never called `close()`.
+        webSocket?.markClosed(notify: false)
+        for entry in pipeline {
+            if case .upgrade(let upgraded, _) = entry.state { upgraded.markClosed(notify: false) }
+        }
+    }
+
     /// Registers with the loop and arms the first-request timer.
     func start() throws(NetError) {
         try loop.register(fd: fd, readable: true, writable: false) { [unowned self] events in

@@ -17,7 +17,10 @@ public struct WebSocketLimits: Sendable, Equatable {
 /// a close frame or disconnected, a protocol error (answered with 1002, 1007 or 1009), the output hard limit,
 /// the idle timeout, or server shutdown (1001).
 public final class WebSocketConnection {
-    private weak var connection: HTTPConnection?
+    /// Held without reference counting: every fan-out event passes through here, and a weak reference costs a
+    /// side-table lookup and atomic operations each time. Touched only while `isClosed` is false, which holds
+    /// only while the connection is alive: its `close()` and its `deinit` both mark this WebSocket closed.
+    private unowned(unsafe) let connection: HTTPConnection
     private var decoder: WebSocketDecoder
 
     /// Called for each complete text message.
@@ -43,7 +46,7 @@ public final class WebSocketConnection {
     }
 
     /// Bytes queued but not yet written to the socket (compare with the server's limits to shed load).
-    public var bufferedBytes: Int { connection?.pendingOutputBytes ?? 0 }
+    public var bufferedBytes: Int { isClosed ? 0 : connection.pendingOutputBytes }
 
     /// Sends one text message as a single frame.
     public func send(text: String) {
@@ -58,13 +61,17 @@ public final class WebSocketConnection {
     /// Sends frames encoded once for many connections (see ``WebSocketFrames``); they leave in this loop pass's
     /// batched write, after everything sent earlier.
     public func send(_ frames: WebSocketFrames) {
-        guard !frames.isEmpty, !isClosed, let connection, !connection.isClosed else { return }
-        connection.loop.assertInLoop()
+        guard !frames.isEmpty, !isClosed else { return }
         guard isSwitched else {
             framesBeforeSwitch.append(contentsOf: frames.bytes)
             return
         }
-        connection.appendOutput(frames.bytes)
+        // Borrowed without a retain (see `connection`); once per delivered event.
+        Unmanaged.passUnretained(connection)._withUnsafeGuaranteedRef { connection in
+            guard !connection.isClosed else { return }
+            connection.loop.assertInLoop()
+            connection.appendOutput(frames.bytes)
+        }
     }
 
     /// Sends a close frame with `code` (and a short `reason`, cut to fit) and closes the connection once it
@@ -124,7 +131,7 @@ public final class WebSocketConnection {
     }
 
     private func sendFrame(_ opcode: WebSocketOpcode, payload: some Collection<UInt8>) {
-        guard !isClosed, let connection, !connection.isClosed else { return }
+        guard !isClosed, !connection.isClosed else { return }
         connection.loop.assertInLoop()
         guard isSwitched else {
             // The 101 response is still queued behind earlier responses: frames must not overtake it.
@@ -143,7 +150,7 @@ public final class WebSocketConnection {
 
     private func finish(notify: Bool) {
         guard !isClosed else { return }
-        connection?.webSocketClosing()
+        connection.webSocketClosing()
         markClosed(notify: notify)
     }
 }

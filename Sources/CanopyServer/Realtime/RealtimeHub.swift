@@ -231,7 +231,8 @@ final class RealtimeHub: RealtimeService {
         var untagged: WireMessages?
         var tagged: [Int64: WireMessages] = [:]
         for listen in group.wire {
-            guard let session = listen.session else { continue }
+            // A send can close a session (output overflow), which drops its listens from this group.
+            guard listen.isActive else { continue }
             let messages: WireMessages
             if let tag = listen.tag {
                 if let known = tagged[tag] {
@@ -246,7 +247,8 @@ final class RealtimeHub: RealtimeService {
                 messages = WireMessages(closing: prefixes, tag: nil)
                 untagged = messages
             }
-            session.send(messages)
+            // Borrowed without a retain: `isActive` guarantees the session is alive (see `WireListen`).
+            Unmanaged.passUnretained(listen.session)._withUnsafeGuaranteedRef { $0.send(messages) }
         }
     }
 

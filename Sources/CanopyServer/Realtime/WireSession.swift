@@ -10,8 +10,15 @@ import CanopyCore
 import CanopyNet
 
 /// One listen of a session, as a member of a shared `ListenGroup`.
+///
+/// The fan-out touches `session` once per delivered event, so it is held without reference counting (a weak
+/// reference costs a side-table lookup and atomic operations per event). It is safe because a listen leaves its
+/// group, and `isActive` turns false, before its session can go away: `WireSession.drop` does both, and the
+/// session's `deinit` drops whatever listens remain. Readers check `isActive` first.
 final class WireListen {
-    weak var session: WireSession?
+    unowned(unsafe) let session: WireSession
+    /// False once the listen has left its group; `session` must not be touched then.
+    var isActive = true
     let tag: Int64?
     let group: ListenGroup
     init(session: WireSession, tag: Int64?, group: ListenGroup) {
@@ -65,6 +72,15 @@ final class WireSession {
         self.hub = hub
         self.namespace = namespace
         self.socket = socket
+    }
+
+    deinit {
+        // Listens hold this session unowned: none may stay in a group once it is gone (see `WireListen`). The hub
+        // is not touched here (it may be going away itself); an emptied group is only a little memory.
+        for listen in listens.values {
+            listen.isActive = false
+            listen.group.wire.removeAll { $0 === listen }
+        }
     }
 
     /// Sends the handshake and starts reading.
@@ -234,6 +250,7 @@ final class WireSession {
 
     private func drop(_ key: String) {
         guard let listen = listens.removeValue(forKey: key) else { return }
+        listen.isActive = false
         listen.group.wire.removeAll { $0 === listen }
         hub.release(listen.group)
     }
