@@ -9,8 +9,10 @@ import Synchronization
 /// Writes go through `submit(_:completion:)`, from any thread. A dedicated writer thread owns the
 /// write connection (SQLite never runs on an event loop or the Swift concurrency pool, where a
 /// blocking fsync would starve other work). Everything submitted while a transaction commits goes
-/// into the next transaction together (group commit); a completion runs only after its transaction's
-/// COMMIT returned, so an acknowledged write is durable (WAL, `synchronous=FULL` by default).
+/// into the next transaction together (group commit); a completion runs only once its transaction is
+/// durable (WAL, synced after each commit by default, on a second thread while the writer goes on: see
+/// `WALSyncer`), and an optional `visible` callback runs in between, once the transaction is in the WAL and
+/// would survive a crash of this process.
 ///
 /// ```swift
 /// let store = try NamespaceStore(path: directory.storePath(for: "chat"), options: StoreOptions())
@@ -57,9 +59,13 @@ public final class NamespaceStore: Sendable {
                 return
             }
             queue.revision.store(writer.revision, ordering: .releasing)
+            let syncer =
+                writer.syncsAfterCommit
+                ? WALSyncer(databasePath: path) { id in queue.syncerThreadID.store(id, ordering: .releasing) } : nil
             opened.withLock { $0 = .success(writer.revision) }
             ready.signal()
-            Self.runWriter(writer, queue: queue, options: options)
+            Self.runWriter(writer, syncer: syncer, queue: queue, options: options)
+            syncer?.drainAndStop()
             writer.close()
             writerFinished.signal()
         }
@@ -81,19 +87,24 @@ public final class NamespaceStore: Sendable {
 
     /// Queues `mutations` to be applied atomically, after everything submitted before.
     ///
-    /// Thread-safe. `completion` runs on the writer thread, in submission order, after the COMMIT that made the
-    /// mutations durable, with the submission's revision (each successful submission gets the next one). On
-    /// failure nothing of the submission is stored: a refused mutation fails its own submission only; a failed
-    /// transaction (disk full, I/O error) fails every submission in it. After `flushAndClose()` the completion
-    /// runs at once, on the caller's thread, with `.closed`. A completion must not block for long or call
-    /// `flushAndClose()` (it would wait for itself).
+    /// Thread-safe. `completion` runs on a store thread, in submission order, once the mutations are durable
+    /// (`synchronous = .full`: the WAL is synced; `.normal`: COMMIT returned), with the submission's revision
+    /// (each successful submission gets the next one). On failure nothing of the submission is stored: a refused
+    /// mutation fails its own submission only; a failed transaction (disk full, I/O error) fails every submission
+    /// in it. After `flushAndClose()` the completion runs at once, on the caller's thread, with `.closed`. A
+    /// completion must not block for long or call `flushAndClose()` (it would wait for itself).
     /// - Parameters:
     ///   - mutations: applied in order, all or nothing.
+    ///   - visible: called on the writer thread, in submission order and before `completion`, as soon as the
+    ///     COMMIT wrote the mutations to the WAL — from then on they survive a crash of this process (`kill -9`),
+    ///     and with `.full` the WAL sync that makes them survive power loss follows. Not called on failure.
+    ///     (If that sync fails, `completion` reports the failure after `visible` ran.)
     ///   - completion: called exactly once.
     public func submit(
-        _ mutations: [StoreMutation], completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
+        _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil,
+        completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
     ) {
-        let submission = SubmissionQueue.Submission(mutations: mutations, completion: completion)
+        let submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
         if !queue.enqueue(submission) {
             completion(.failure(StoreError(.closed, "the store is closed", location: path)))
         }
@@ -106,7 +117,12 @@ public final class NamespaceStore: Sendable {
     /// submissions and returns, and the writer closes the file after the queued work.
     public func flushAndClose() {
         _ = queue.close()
-        if queue.writerThreadID.load(ordering: .acquiring) == UInt(pthread_self()) { return }
+        let current = UInt(pthread_self())
+        if queue.writerThreadID.load(ordering: .acquiring) == current
+            || queue.syncerThreadID.load(ordering: .acquiring) == current
+        {
+            return
+        }
         writerFinished.wait()
         writerFinished.signal()  // a latch: let every other caller through too
     }
@@ -115,7 +131,9 @@ public final class NamespaceStore: Sendable {
     ///
     /// A group is everything submitted since the last group was taken (group commit), cut after
     /// `maximumMutationsPerTransaction` mutations (always at least one submission).
-    private static func runWriter(_ writer: StoreWriter, queue: SubmissionQueue, options: StoreOptions) {
+    private static func runWriter(
+        _ writer: StoreWriter, syncer: WALSyncer?, queue: SubmissionQueue, options: StoreOptions
+    ) {
         var backlog: [SubmissionQueue.Submission] = []
         var head = 0
         while true {
@@ -134,9 +152,27 @@ public final class NamespaceStore: Sendable {
             }
             let group = backlog[head..<end]
             head = end
-            let results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
+            var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
             queue.revision.store(writer.revision, ordering: .releasing)
             queue.transactionCount.add(1, ordering: .relaxed)
+            var committed = false
+            for (submission, result) in zip(group, results) {
+                guard case .success = result else { continue }
+                committed = true
+                submission.visible?()
+            }
+            if let syncer {
+                // Even a failed group goes through the syncer: completions must keep submission order.
+                syncer.hand(WALSyncer.Batch(completions: group.map(\.completion), results: results))
+                continue
+            }
+            if committed && writer.syncsAfterCommit {
+                do throws(StoreError) {
+                    try writer.syncWAL()
+                } catch {
+                    results = results.map { result in result.flatMap { _ in .failure(error) } }
+                }
+            }
             for (submission, result) in zip(group, results) {
                 submission.completion(result)
             }

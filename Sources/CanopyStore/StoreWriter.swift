@@ -14,6 +14,10 @@ final class StoreWriter {
     private var cache: StatementCache
     /// The revision of the last committed submission.
     private(set) var revision: UInt64
+    /// Whether the WAL must be synced after each commit (`synchronous = .full`). SQLite itself runs with
+    /// `synchronous=NORMAL`, so COMMIT returns once the transaction is written to the WAL; `syncWAL()` then
+    /// makes it survive power loss — the same guarantee as SQLite's FULL, in two steps the store can tell apart.
+    let syncsAfterCommit: Bool
 
     /// Opens `path` for writing: configures WAL and durability, then migrates the schema.
     ///
@@ -21,16 +25,38 @@ final class StoreWriter {
     init(path: String, options: StoreOptions) throws(StoreError) {
         do {
             connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
-            try Self.configure(connection, options: options)
+            try Self.configure(connection, options: options, syncsWALItself: true)
         } catch {
             throw StoreError(error, location: path)
         }
         revision = try StoreSchema.migrate(connection)
         cache = StatementCache(connection: connection)
+        syncsAfterCommit = options.synchronous == .full
+    }
+
+    /// Forces the WAL to disk (fdatasync through SQLite's own file handle), after a COMMIT.
+    func syncWAL() throws(StoreError) {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        let code = sqlite3_file_control(connection.database, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file)
+        guard code == SQLITE_OK, let file, let methods = file.pointee.pMethods, let sync = methods.pointee.xSync
+        else {
+            throw StoreError(
+                SQLiteError(extendedResultCode: code == SQLITE_OK ? SQLITE_ERROR : code, message: "no WAL file handle"),
+                location: connection.path)
+        }
+        let synced = sync(file, SQLITE_SYNC_NORMAL)
+        guard synced == SQLITE_OK else {
+            throw StoreError(
+                SQLiteError(extendedResultCode: synced, message: "syncing the WAL failed"), location: connection.path)
+        }
     }
 
     /// Applies the pragmas every Canopy writer uses (shared with `SQLiteBaseline` so benchmarks compare alike).
-    static func configure(_ connection: SQLiteConnection, options: StoreOptions) throws(SQLiteError) {
+    /// - Parameter syncsWALItself: the caller syncs the WAL after each commit (`syncWAL()`), so SQLite runs with
+    ///   `synchronous=NORMAL` whatever `options` ask; otherwise SQLite applies `options.synchronous` itself.
+    static func configure(_ connection: SQLiteConnection, options: StoreOptions, syncsWALItself: Bool = false)
+        throws(SQLiteError)
+    {
         sqlite3_busy_timeout(connection.database, 5_000)
         let mode = try connection.queryText("PRAGMA journal_mode = WAL")
         guard mode?.lowercased() == "wal" else {
@@ -38,7 +64,9 @@ final class StoreWriter {
                 extendedResultCode: SQLITE_ERROR, message: "cannot switch to WAL mode", sql: "PRAGMA journal_mode = WAL"
             )
         }
-        try connection.execute("PRAGMA synchronous = \(options.synchronous.rawValue)")
+        // A store carries FULL out itself (see `syncsAfterCommit`); SQLite then syncs only at checkpoints.
+        let synchronous = syncsWALItself ? StoreOptions.Synchronous.normal : options.synchronous
+        try connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         _ = try connection.queryText("PRAGMA wal_autocheckpoint = \(options.walAutocheckpoint)")
         try connection.execute("PRAGMA cache_size = -\(options.cacheSizeKiB)")
         // After a large transaction, truncate the WAL back to this size at the next checkpoint.

@@ -10,6 +10,7 @@ final class SubmissionQueue: Sendable {
     /// One call to `submit`.
     struct Submission: Sendable {
         let mutations: [StoreMutation]
+        let visible: (@Sendable () -> Void)?
         let completion: @Sendable (Result<UInt64, StoreError>) -> Void
     }
 
@@ -27,6 +28,8 @@ final class SubmissionQueue: Sendable {
     let revision = Atomic<UInt64>(0)
     /// The writer thread's `pthread_t` (0 until it starts), to recognise calls made from a completion.
     let writerThreadID = Atomic<UInt>(0)
+    /// The WAL syncer thread's `pthread_t` (0 when there is none), where completions run with `.full`.
+    let syncerThreadID = Atomic<UInt>(0)
     /// Transactions committed so far (statistics and tests).
     let transactionCount = Atomic<UInt64>(0)
 

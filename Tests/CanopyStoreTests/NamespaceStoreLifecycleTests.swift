@@ -30,7 +30,7 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         let later = ResultBox()
         store.submit([leaf("a", .int(1))]) { _ in
-            store.flushAndClose()  // on the writer thread: must return without waiting for itself
+            store.flushAndClose()  // on a store thread (writer or WAL syncer): must return without waiting for itself
             done.signal()
         }
         done.wait()

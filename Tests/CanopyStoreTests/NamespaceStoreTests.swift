@@ -179,4 +179,57 @@ import Testing
         #expect(store.revision == 1)
         #expect(try commit(store, [leaf("after", .int(3))]) == 2)
     }
+    @Test(arguments: [StoreOptions.Synchronous.full, .normal])
+    func visibleRunsBeforeCompletionInOrderAndNeverForAFailure(synchronous: StoreOptions.Synchronous) throws {
+        let store = try NamespaceStore(path: directory.file(), options: StoreOptions(synchronous: synchronous))
+        let events = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let submissions: [(String, [StoreMutation])] = [
+            ("a", [leaf("a", .int(1))]),
+            ("bad", [leaf("b", .int(2)), .putLeaf(path: ["x"], value: .double(.nan), priority: nil)]),
+            ("c", [leaf("c", .int(3))]),
+        ]
+        for (name, mutations) in submissions {
+            store.submit(mutations, visible: { events.withLock { $0.append("visible \(name)") } }) { result in
+                events.withLock { $0.append("\(name) \((try? result.get()) != nil ? "ok" : "failed")") }
+                done.signal()
+            }
+        }
+        for _ in submissions { done.wait() }
+        let seen = events.withLock { $0 }
+        #expect(!seen.contains("visible bad"))
+        #expect(seen.contains("bad failed"))
+        for name in ["a", "c"] {
+            let visible = try #require(seen.firstIndex(of: "visible \(name)"))
+            let completed = try #require(seen.firstIndex(of: "\(name) ok"))
+            #expect(visible < completed)
+        }
+        #expect(seen.firstIndex(of: "visible a")! < seen.firstIndex(of: "visible c")!)
+        #expect(try rows(of: store) == ["/a=1", "/c=3"])
+    }
+    @Test func completionsKeepSubmissionOrderThroughTheSyncStage() throws {
+        // With `.full`, completions run on the WAL syncer thread, refused submissions included; none may overtake.
+        let store = try open()
+        let order = Mutex<[Int]>([])
+        let visible = Mutex<Set<Int>>([])
+        let done = DispatchSemaphore(value: 0)
+        let count = 300
+        for i in 0..<count {
+            let bad = i % 7 == 3
+            let mutations: [StoreMutation] =
+                bad
+                ? [leaf("k\(i)", .int(1)), .putLeaf(path: ["x"], value: .double(.infinity), priority: nil)]
+                : [leaf("k\(i)", .int(Int64(i)))]
+            store.submit(mutations, visible: { _ = visible.withLock { $0.insert(i) } }) { result in
+                let succeeded = (try? result.get()) != nil
+                #expect(succeeded == !bad)
+                #expect(visible.withLock { $0.contains(i) } == !bad)
+                order.withLock { $0.append(i) }
+                done.signal()
+            }
+        }
+        for _ in 0..<count { done.wait() }
+        #expect(order.withLock { $0 } == Array(0..<count))
+        #expect(try rows(of: store).count == (0..<count).filter { $0 % 7 != 3 }.count)
+    }
 }
