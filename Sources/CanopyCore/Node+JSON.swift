@@ -173,6 +173,53 @@ extension Node {
         return .object(members)
     }
 
+    /// Appends `json(export:)` serialized compactly (as `JSONValue.write(into:)` would) without building the
+    /// `JSONValue` first: the realtime fan-out serializes every change this way.
+    public func writeJSON(export: Bool = false, into out: inout [UInt8]) {
+        if let leaf = leafValue {
+            if export, let p = priorityValue {
+                out.append(contentsOf: #"{".value":"#.utf8)
+                leaf.write(into: &out)
+                out.append(contentsOf: #",".priority":"#.utf8)
+                p.write(into: &out)
+                out.append(UInt8(ascii: "}"))
+                return
+            }
+            leaf.write(into: &out)
+            return
+        }
+        if entries.isEmpty {
+            out.append(contentsOf: "null".utf8)
+            return
+        }
+        if !export, let length = arrayLength() {
+            var items = [Node?](repeating: nil, count: length)
+            for entry in entries { items[Int(entry.key)!] = entry.node }
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                if let item { item.writeJSON(export: false, into: &out) } else { out.append(contentsOf: "null".utf8) }
+            }
+            out.append(UInt8(ascii: "]"))
+            return
+        }
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        if export, let p = priorityValue {
+            out.append(contentsOf: #"".priority":"#.utf8)
+            p.write(into: &out)
+            first = false
+        }
+        for entry in entries {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.writeQuoted(entry.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            entry.node.writeJSON(export: export, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// The node truncated one level deep (REST `shallow=true`): `{key: true, …}` for an internal node, the
     /// primitive for a leaf, `.null` when empty. Priorities are dropped.
     public func shallowJSON() -> JSONValue {

@@ -126,8 +126,13 @@ public final class Node: Sendable {
 
     /// The node at `path` below this one, or `.empty`.
     public func node(at path: Path) -> Node {
+        node(at: path.segments[...])
+    }
+
+    /// The node at the relative path `segments` below this one, or `.empty`.
+    public func node(at segments: ArraySlice<String>) -> Node {
         var node = self
-        for key in path.segments {
+        for key in segments {
             node = node.child(key)
             if node.isEmpty { return .empty }
         }

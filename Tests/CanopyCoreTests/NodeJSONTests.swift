@@ -166,6 +166,43 @@ import Testing
         }
         #expect(accepted > 300)
     }
+
+    @Test func writeJSONMatchesTheJSONValueSerialization() throws {
+        // Random trees with arrays, priorities, escapes and numbers: the direct writer and json().write agree.
+        var rng = SeededGenerator(seed: 77)
+        func randomValue(_ depth: Int) -> JSONValue {
+            switch rng.next(below: depth > 2 ? 4 : 8) {
+            case 0: return .int(Int64(rng.next(below: 2000)) - 1000)
+            case 1: return .double(Double(rng.next(below: 1000)) / 7)
+            case 2: return .string(["", "a\"b", "line\nbreak", "é", "\u{1F600}", "\\"][rng.next(below: 6)])
+            case 3: return .bool(rng.next(below: 2) == 0)
+            case 4: return .array((0..<rng.next(below: 4)).map { _ in randomValue(depth + 1) })
+            case 5:
+                return .object([
+                    JSONMember(".value", .int(Int64(rng.next(below: 9)))),
+                    JSONMember(".priority", rng.next(below: 2) == 0 ? .string("p") : .int(3)),
+                ])
+            default:
+                var members = (0..<rng.next(below: 5)).map { i in
+                    JSONMember(["a", "1", "0", "2", "b c", "-1", "z"][(i + rng.next(below: 7)) % 7], randomValue(depth + 1))
+                }
+                var seen = Set<String>()
+                members = members.filter { seen.insert($0.key).inserted }
+                if rng.next(below: 3) == 0 { members.append(JSONMember(".priority", .double(1.5))) }
+                return .object(members)
+            }
+        }
+        for _ in 0..<500 {
+            let tree = try Node.from(json: randomValue(0))
+            for export in [false, true] {
+                var direct: [UInt8] = []
+                tree.writeJSON(export: export, into: &direct)
+                var viaValue: [UInt8] = []
+                tree.json(export: export).write(into: &viaValue)
+                #expect(direct == viaValue, "\(String(decoding: viaValue, as: UTF8.self))")
+            }
+        }
+    }
 }
 
 extension Node {

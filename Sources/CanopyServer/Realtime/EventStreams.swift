@@ -53,8 +53,10 @@ final class ListenGroup {
             }
             guard path.isAncestor(of: changed) else { continue }
             let target = changed.isPriorityPath ? (changed.parent ?? changed) : changed
-            let value = after.node(at: target)
-            if value === before.node(at: target) { continue }
+            // Walk down from this location's old and new nodes, not from the roots again.
+            let below = target.segments[path.segments.count...]
+            let value = new.node(at: below)
+            if value === old.node(at: below) { continue }
             out.append((target, value))
         }
         return out

@@ -40,7 +40,7 @@ struct WireMessages {
             var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
             JSONValue.string(update.path.description).write(into: &bytes)
             bytes += Array(#","d":"#.utf8)
-            update.value.json(export: true).write(into: &bytes)
+            update.value.writeJSON(export: true, into: &bytes)
             return bytes
         }
     }
