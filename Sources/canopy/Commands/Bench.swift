@@ -16,8 +16,10 @@ struct BenchCommand: Command {
           and with --clients concurrent connections (default 16), at two database sizes; then runs the same
           workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
         canopy bench rules [--iterations <n>]
-        canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--scenario a|b] [--sync full|normal]
-                            [--url <url> --token <token>] [--no-redis]
+        canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--rounds <k>] [--scenario a|b]
+                            [--sync full|normal] [--url <url> --token <token>] [--no-redis]
+          Each scenario runs <k> (default 3) Canopy/Redis round pairs back to back; the table shows each side's
+          median round and the ratio is the median of the pairs' ratios.
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>]
         """
