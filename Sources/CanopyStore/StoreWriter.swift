@@ -110,12 +110,7 @@ final class StoreWriter {
         }
         let next = revision + UInt64(group.count)
         do {
-            let write = try cache.statement(StoreSchema.SQL.writeMeta)
-            try write.bind(StoreSchema.MetaName.revision, at: 1)
-            try write.bind(Int64(next), at: 2)
-            try write.run()
-            beforeCommit?()
-            try run(StoreSchema.SQL.commit)
+            try finishTransaction(revision: next, beforeCommit: beforeCommit)
         } catch {
             return failAll(group, StoreError(error, location: connection.path))
         }
@@ -150,19 +145,24 @@ final class StoreWriter {
             }
         }
         do {
-            if next != revision {
-                let write = try cache.statement(StoreSchema.SQL.writeMeta)
-                try write.bind(StoreSchema.MetaName.revision, at: 1)
-                try write.bind(Int64(next), at: 2)
-                try write.run()
-            }
-            beforeCommit?()
-            try run(StoreSchema.SQL.commit)
+            try finishTransaction(revision: next, beforeCommit: beforeCommit)
         } catch {
             return failAll(group, StoreError(error, location: connection.path))
         }
         revision = next
         return results
+    }
+
+    /// Records `revision` when it moved, runs the test hook and commits the open transaction.
+    private func finishTransaction(revision next: UInt64, beforeCommit: (@Sendable () -> Void)?) throws(SQLiteError) {
+        if next != revision {
+            let write = try cache.statement(StoreSchema.SQL.writeMeta)
+            try write.bind(StoreSchema.MetaName.revision, at: 1)
+            try write.bind(Int64(next), at: 2)
+            try write.run()
+        }
+        beforeCommit?()
+        try run(StoreSchema.SQL.commit)
     }
 
     /// Checkpoints the WAL into the database file and closes the connection.

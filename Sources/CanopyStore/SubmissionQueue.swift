@@ -14,16 +14,7 @@ final class SubmissionQueue: Sendable {
         let completion: @Sendable (Result<UInt64, StoreError>) -> Void
     }
 
-    private struct State {
-        var pending: [Submission] = []
-        /// The writer found nothing to do and is (about to be) waiting on `wakeup`.
-        var isWriterWaiting = false
-        /// `close()` was called: no more submissions are accepted.
-        var isClosing = false
-    }
-
-    private let state = Mutex(State())
-    private let wakeup = DispatchSemaphore(value: 0)
+    private let items = HandoffQueue<Submission>()
     /// The revision of the last committed submission (read by any thread, written by the writer).
     let revision = Atomic<UInt64>(0)
     /// The writer thread's `pthread_t` (0 until it starts), to recognise calls made from a completion.
@@ -36,19 +27,50 @@ final class SubmissionQueue: Sendable {
     /// Queues a submission and wakes the writer if it sleeps.
     ///
     /// - Returns: `false` when the queue is closing (the submission was not queued).
-    func enqueue(_ submission: Submission) -> Bool {
+    func enqueue(_ submission: Submission) -> Bool { items.enqueue(submission) }
+
+    /// Stops accepting submissions and wakes the writer so it can drain and exit.
+    ///
+    /// - Returns: `true` for the first call.
+    func close() -> Bool { items.close() }
+
+    /// Every pending submission, in submission order, waiting for one when there are none; `nil` when the queue
+    /// is closing and empty: the writer should exit.
+    func takeAll() -> [Submission]? { items.takeAll() }
+}
+
+/// Items handed from any number of threads to one consumer thread, which takes them all at once.
+///
+/// The consumer sleeps on a semaphore only after finding nothing to do, and a producer signals only when it
+/// finds the consumer asleep (or about to sleep), so a busy hand-off costs a lock, no system call.
+final class HandoffQueue<Item: Sendable>: Sendable {
+    private struct State {
+        var pending: [Item] = []
+        /// The consumer found nothing to do and is (about to be) waiting on `wakeup`.
+        var isConsumerWaiting = false
+        /// `close()` was called: no more items are accepted.
+        var isClosing = false
+    }
+
+    private let state = Mutex(State())
+    private let wakeup = DispatchSemaphore(value: 0)
+
+    /// Queues an item and wakes the consumer if it sleeps.
+    ///
+    /// - Returns: `false` when the queue is closing (the item was not queued).
+    func enqueue(_ item: Item) -> Bool {
         let shouldWake: Bool? = state.withLock { state in
             guard !state.isClosing else { return nil }
-            state.pending.append(submission)
-            defer { state.isWriterWaiting = false }
-            return state.isWriterWaiting
+            state.pending.append(item)
+            defer { state.isConsumerWaiting = false }
+            return state.isConsumerWaiting
         }
         guard let shouldWake else { return false }
         if shouldWake { wakeup.signal() }
         return true
     }
 
-    /// Stops accepting submissions and wakes the writer so it can drain and exit.
+    /// Stops accepting items and wakes the consumer so it can drain and exit.
     ///
     /// - Returns: `true` for the first call.
     func close() -> Bool {
@@ -60,21 +82,21 @@ final class SubmissionQueue: Sendable {
         return isFirst
     }
 
-    /// Every pending submission, in submission order, waiting for one when there are none.
+    /// Every pending item, in order, waiting for one when there are none.
     ///
-    /// The array is swapped out whole, so releasing submissions (and whatever their completions capture,
-    /// possibly the store itself) never happens under the lock.
-    /// - Returns: `nil` when the queue is closing and empty: the writer should exit.
-    func takeAll() -> [Submission]? {
+    /// The array is swapped out whole, so releasing items (and whatever they capture) never happens under the
+    /// lock.
+    /// - Returns: `nil` when the queue is closing and empty: the consumer should exit.
+    func takeAll() -> [Item]? {
         while true {
-            let taken: [Submission]? = state.withLock { state in
+            let taken: [Item]? = state.withLock { state in
                 guard state.pending.isEmpty else {
-                    var taken: [Submission] = []
+                    var taken: [Item] = []
                     swap(&taken, &state.pending)
                     return taken
                 }
                 if state.isClosing { return nil }
-                state.isWriterWaiting = true
+                state.isConsumerWaiting = true
                 return []
             }
             guard let taken else { return nil }

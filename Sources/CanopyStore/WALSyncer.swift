@@ -14,7 +14,6 @@
 
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The sync stage of a store with `synchronous = .full`. Thread-safe.
 final class WALSyncer: Sendable {
@@ -24,17 +23,11 @@ final class WALSyncer: Sendable {
         var results: [Result<UInt64, StoreError>]
     }
 
-    private struct State {
-        var pending: [Batch] = []
-        var isWaiting = false
-        var isClosing = false
-    }
-
     private let descriptor: Int32
     private let path: String
-    private let state = Mutex(State())
-    private let wakeup = DispatchSemaphore(value: 0)
+    private let batches = HandoffQueue<Batch>()
     private let finished = DispatchSemaphore(value: 0)
+
     /// Opens the WAL of the database at `databasePath` and starts the thread; nil when the WAL cannot be opened
     /// (the writer then syncs through SQLite itself, on its own thread).
     /// - Parameter started: called on the new thread with its `pthread_t`, before any completion runs there.
@@ -57,42 +50,17 @@ final class WALSyncer: Sendable {
 
     /// Queues a committed group; its completions run after the next sync.
     func hand(_ batch: Batch) {
-        let wake = state.withLock { state in
-            state.pending.append(batch)
-            defer { state.isWaiting = false }
-            return state.isWaiting
-        }
-        if wake { wakeup.signal() }
+        _ = batches.enqueue(batch)
     }
 
     /// Syncs and completes everything handed over, then stops the thread. Call once, from the writer thread.
     func drainAndStop() {
-        let wake = state.withLock { state in
-            state.isClosing = true
-            defer { state.isWaiting = false }
-            return state.isWaiting
-        }
-        if wake { wakeup.signal() }
+        _ = batches.close()
         finished.wait()
     }
 
     private func run() {
-        while true {
-            let taken: [Batch]? = state.withLock { state in
-                if !state.pending.isEmpty {
-                    var taken: [Batch] = []
-                    swap(&taken, &state.pending)
-                    return taken
-                }
-                if state.isClosing { return nil }
-                state.isWaiting = true
-                return []
-            }
-            guard let taken else { return }
-            if taken.isEmpty {
-                wakeup.wait()
-                continue
-            }
+        while let taken = batches.takeAll() {
             var failure: StoreError?
             while fdatasync(descriptor) != 0 {
                 let code = errno
