@@ -53,7 +53,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     private struct Chunks: Sendable {
         var chunks: [[Entry]]
         /// The first key of each chunk.
-        var firstKeys: [String]
+        /// The first entry of each chunk (its key, with the cached integer value searches compare).
+        var firsts: [Entry]
         /// The number of children before each chunk.
         var offsets: [Int]
         var count: Int
@@ -96,7 +97,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             offsets.append(total)
             total += chunk.count
         }
-        return Chunks(chunks: chunks, firstKeys: chunks.map { $0[0].key }, offsets: offsets, count: total)
+        return Chunks(chunks: chunks, firsts: chunks.map { $0[0] }, offsets: offsets, count: total)
     }
 
     public var startIndex: Int { 0 }
@@ -171,25 +172,29 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     /// Finds `key` by binary search (directory, then chunk).
     func slot(of key: String) -> Slot {
+        let probe = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
         switch storage {
         case .flat(let list):
-            let (position, found) = NodeChildren.search(list, key)
+            let (position, found) = NodeChildren.search(list, key, probe)
             return Slot(chunk: 0, position: position, found: found)
         case .chunked(let c):
             // The last chunk whose first key is <= key (chunk 0 when key precedes everything).
-            var low = 0
-            var high = c.firstKeys.count
-            while high - low > 1 {
-                let mid = (low + high) / 2
-                if compareKeys(c.firstKeys[mid], key) <= 0 { low = mid } else { high = mid }
+            let low = c.firsts.withUnsafeBufferPointer { firsts in
+                var low = 0
+                var high = firsts.count
+                while high - low > 1 {
+                    let mid = (low + high) / 2
+                    if NodeChildren.compare(firsts, mid, key, probe) <= 0 { low = mid } else { high = mid }
+                }
+                return low
             }
-            let (position, found) = NodeChildren.search(c.chunks[low], key)
+            let (position, found) = NodeChildren.search(c.chunks[low], key, probe)
             return Slot(chunk: low, position: position, found: found)
         }
     }
 
-    private static func search(_ list: [Entry], _ key: String) -> (Int, Bool) {
-        let probe = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
+    /// Binary search of one sorted list; `probe` is `key`'s integer value (or `Entry.notInteger`).
+    private static func search(_ list: [Entry], _ key: String, _ probe: Int64) -> (Int, Bool) {
         // Fields are read in place: copying an `Entry` out of the array would retain and release its key and node
         // at every probe.
         return list.withUnsafeBufferPointer { entries in
@@ -250,11 +255,11 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         case .chunked(var c):
             if slot.found {
                 c.chunks[slot.chunk][slot.position] = element
-                if slot.position == 0 { c.firstKeys[slot.chunk] = element.key }
+                if slot.position == 0 { c.firsts[slot.chunk] = element }
                 return NodeChildren(storage: .chunked(c))
             }
             c.chunks[slot.chunk].insert(element, at: slot.position)
-            if slot.position == 0 { c.firstKeys[slot.chunk] = element.key }
+            if slot.position == 0 { c.firsts[slot.chunk] = element }
             c.count += 1
             for i in (slot.chunk + 1)..<c.offsets.count { c.offsets[i] += 1 }
             if c.chunks[slot.chunk].count > 2 * NodeChildren.chunkTarget(c.count) {
@@ -262,7 +267,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 let half = full.count / 2
                 c.chunks[slot.chunk] = Array(full[..<half])
                 c.chunks.insert(Array(full[half...]), at: slot.chunk + 1)
-                c.firstKeys.insert(full[half].key, at: slot.chunk + 1)
+                c.firsts.insert(full[half], at: slot.chunk + 1)
                 c.offsets.insert(c.offsets[slot.chunk] + half, at: slot.chunk + 1)
             }
             return NodeChildren(storage: .chunked(c))
@@ -281,10 +286,10 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             for i in (slot.chunk + 1)..<c.offsets.count { c.offsets[i] -= 1 }
             if c.chunks[slot.chunk].isEmpty {
                 c.chunks.remove(at: slot.chunk)
-                c.firstKeys.remove(at: slot.chunk)
+                c.firsts.remove(at: slot.chunk)
                 c.offsets.remove(at: slot.chunk)
             } else if slot.position == 0 {
-                c.firstKeys[slot.chunk] = c.chunks[slot.chunk][0].key
+                c.firsts[slot.chunk] = c.chunks[slot.chunk][0]
             }
             if c.count <= NodeChildren.flatLimit / 2 {
                 return NodeChildren(storage: .flat(c.chunks.flatMap { $0 }))

@@ -193,8 +193,9 @@ public final class Namespace {
             if oldRows == nil { out.append(.deleteSubtree(path: region.segments)) }
         }
         newNode.forEachRecord(under: region.segments) { record in
-            let rowPath = record.path
-            if let old = oldRows?.removeValue(forKey: rowPath), sameRow(old, record) { return }
+            if oldRows?.isEmpty == false, let old = oldRows?.removeValue(forKey: record.path), sameRow(old, record) {
+                return
+            }
             out.append(StoreMutation(record))
         }
         // Rows of the old region that the new one does not have (none when the region was deleted as a range).

@@ -29,17 +29,31 @@ struct WireMessages {
 
     /// `d` pushes from `dataMessagePrefixes`, each closed with `tag` (if any) and the closing braces.
     init(closing prefixes: [[UInt8]], tag: Int64?) {
-        let suffix = Array((tag.map { ",\"t\":\($0)}}}" } ?? "}}}").utf8)
-        self.init(texts: prefixes.map { $0 + suffix })
+        var suffix: [UInt8] = []
+        if let tag {
+            suffix.append(contentsOf: #","t":"#.utf8)
+            JSONValue.int(tag).write(into: &suffix)
+        }
+        suffix.append(contentsOf: "}}}".utf8)
+        self.init(
+            texts: prefixes.map { prefix in
+                var text: [UInt8] = []
+                text.reserveCapacity(prefix.count + suffix.count)
+                text.append(contentsOf: prefix)
+                text.append(contentsOf: suffix)
+                return text
+            })
     }
 
     /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
     /// group serializes each change once however many sessions listen, whatever their tags.
     static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [[UInt8]] {
         updates.map { update in
-            var bytes = Array(#"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(128)
+            bytes.append(contentsOf: #"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
             JSONValue.string(update.path.description).write(into: &bytes)
-            bytes += Array(#","d":"#.utf8)
+            bytes.append(contentsOf: #","d":"#.utf8)
             update.value.writeJSON(export: true, into: &bytes)
             return bytes
         }
