@@ -99,8 +99,10 @@ public final class Namespace {
         openBefore = nil
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
-        let visible: @Sendable () -> Void = { loop.execute { bound.value?.batchVisible(id) } }
-        let completion: @Sendable (Result<UInt64, StoreError>) -> Void = { result in
+        store.submit(
+            mutations,
+            visible: { loop.execute { bound.value?.batchVisible(id) } }
+        ) { result in
             let ok: Bool
             switch result {
             case .success: ok = true
@@ -109,13 +111,6 @@ public final class Namespace {
                 Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
             }
             loop.execute { bound.value?.batchCompleted(ok: ok) }
-        }
-        // A small batch commits right here when the store is idle, sparing two thread hand-offs (on a busy machine
-        // they cost more than the commit). Large batches mean writes are pouring in and this loop is the busy
-        // side: they go to the writer thread, as does everything while it is committing.
-        let inline = mutations.count <= Namespace.inlineCommitMutations
-        if !inline || !store.submitIfIdle(mutations, visible: visible, completion: completion) {
-            store.submit(mutations, visible: visible, completion: completion)
         }
     }
 
@@ -147,9 +142,6 @@ public final class Namespace {
             }
         }
     }
-
-    /// The largest batch (in store mutations) committed on the loop thread when the store is idle.
-    static let inlineCommitMutations = 16
 
     /// Waits for queued batches and closes the file.
     func close() {

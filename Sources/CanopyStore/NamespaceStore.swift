@@ -27,8 +27,6 @@ public final class NamespaceStore: Sendable {
     public let path: String
     private let options: StoreOptions
     private let queue = SubmissionQueue()
-    /// The writer (and syncer) while the file is open, for the writer thread and for inline commits.
-    private let station = WriterStation()
     /// Signalled by the writer thread once it has closed its connection.
     private let writerFinished = DispatchSemaphore(value: 0)
 
@@ -49,7 +47,7 @@ public final class NamespaceStore: Sendable {
 
         let opened = Mutex<Result<UInt64, StoreError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [queue, station, writerFinished] in
+        let thread = Thread { [queue, writerFinished] in
             queue.writerThreadID.store(UInt(pthread_self()), ordering: .releasing)
             let writer: StoreWriter
             do throws(StoreError) {
@@ -64,17 +62,9 @@ public final class NamespaceStore: Sendable {
             let syncer =
                 writer.syncsAfterCommit
                 ? WALSyncer(databasePath: path) { id in queue.syncerThreadID.store(id, ordering: .releasing) } : nil
-            station.lock.withLock {
-                station.writer = writer
-                station.syncer = syncer
-            }
             opened.withLock { $0 = .success(writer.revision) }
             ready.signal()
-            Self.runWriter(station, queue: queue, options: options)
-            station.lock.withLock {
-                station.writer = nil
-                station.syncer = nil
-            }
+            Self.runWriter(writer, syncer: syncer, queue: queue, options: options)
             syncer?.drainAndStop()
             writer.close()
             writerFinished.signal()
@@ -120,28 +110,6 @@ public final class NamespaceStore: Sendable {
         }
     }
 
-    /// Commits `mutations` at once on the calling thread when the store is idle — nothing queued or committing —
-    /// and returns true; returns false (doing nothing) otherwise, and the caller then uses `submit`.
-    ///
-    /// Same contract as `submit` (`visible` runs before this returns; `completion` runs here too with
-    /// `synchronous = .normal`, on the WAL syncer thread with `.full`). An event loop calls this once per pass:
-    /// when writes are few, its batch skips two thread hand-offs, which on a busy machine cost more than the
-    /// commit itself; when writes pour in, the writer thread is busy and batches go through it as before.
-    public func submitIfIdle(
-        _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil,
-        completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
-    ) -> Bool {
-        guard station.lock.try() else { return false }
-        defer { station.lock.unlock() }
-        guard let writer = station.writer, !queue.isClosing,
-            queue.outstanding.load(ordering: .sequentiallyConsistent) == 0,
-            !writer.syncsAfterCommit || station.syncer != nil
-        else { return false }
-        let submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
-        Self.commit([submission][...], writer: writer, syncer: station.syncer, queue: queue, options: options)
-        return true
-    }
-
     /// Waits for every queued submission to commit, checkpoints the WAL into the database file and closes it.
     ///
     /// Idempotent and thread-safe; every caller waits until the file is closed. Later submissions fail with
@@ -163,7 +131,9 @@ public final class NamespaceStore: Sendable {
     ///
     /// A group is everything submitted since the last group was taken (group commit), cut after
     /// `maximumMutationsPerTransaction` mutations (always at least one submission).
-    private static func runWriter(_ station: WriterStation, queue: SubmissionQueue, options: StoreOptions) {
+    private static func runWriter(
+        _ writer: StoreWriter, syncer: WALSyncer?, queue: SubmissionQueue, options: StoreOptions
+    ) {
         var backlog: [SubmissionQueue.Submission] = []
         var head = 0
         while true {
@@ -182,43 +152,30 @@ public final class NamespaceStore: Sendable {
             }
             let group = backlog[head..<end]
             head = end
-            station.lock.withLock {
-                guard let writer = station.writer else { return }
-                commit(group, writer: writer, syncer: station.syncer, queue: queue, options: options)
-                queue.outstanding.subtract(group.count, ordering: .sequentiallyConsistent)
+            var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
+            queue.revision.store(writer.revision, ordering: .releasing)
+            queue.transactionCount.add(1, ordering: .relaxed)
+            var committed = false
+            for (submission, result) in zip(group, results) {
+                guard case .success = result else { continue }
+                committed = true
+                submission.visible?()
             }
-        }
-    }
-
-    /// Commits one group, tells each successful submission it is visible, then completes them: through the
-    /// syncer (after the WAL sync) when there is one, else here. Runs under the station's lock.
-    private static func commit(
-        _ group: ArraySlice<SubmissionQueue.Submission>, writer: StoreWriter, syncer: WALSyncer?,
-        queue: SubmissionQueue, options: StoreOptions
-    ) {
-        var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
-        queue.revision.store(writer.revision, ordering: .releasing)
-        queue.transactionCount.add(1, ordering: .relaxed)
-        var committed = false
-        for (submission, result) in zip(group, results) {
-            guard case .success = result else { continue }
-            committed = true
-            submission.visible?()
-        }
-        if let syncer {
-            // Even a failed group goes through the syncer: completions must keep submission order.
-            syncer.hand(WALSyncer.Batch(completions: group.map(\.completion), results: results))
-            return
-        }
-        if committed && writer.syncsAfterCommit {
-            do throws(StoreError) {
-                try writer.syncWAL()
-            } catch {
-                results = results.map { result in result.flatMap { _ in .failure(error) } }
+            if let syncer {
+                // Even a failed group goes through the syncer: completions must keep submission order.
+                syncer.hand(WALSyncer.Batch(completions: group.map(\.completion), results: results))
+                continue
             }
-        }
-        for (submission, result) in zip(group, results) {
-            submission.completion(result)
+            if committed && writer.syncsAfterCommit {
+                do throws(StoreError) {
+                    try writer.syncWAL()
+                } catch {
+                    results = results.map { result in result.flatMap { _ in .failure(error) } }
+                }
+            }
+            for (submission, result) in zip(group, results) {
+                submission.completion(result)
+            }
         }
     }
 
@@ -230,11 +187,4 @@ public final class NamespaceStore: Sendable {
         }
         close(descriptor)
     }
-}
-
-/// The writer and its syncer, shared by the writer thread and inline commits (`NamespaceStore.submitIfIdle`).
-final class WriterStation: @unchecked Sendable {  // safe: `writer` and `syncer` are touched only under `lock`
-    let lock = NSLock()
-    var writer: StoreWriter?
-    var syncer: WALSyncer?
 }

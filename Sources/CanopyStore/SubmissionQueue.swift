@@ -23,23 +23,11 @@ final class SubmissionQueue: Sendable {
     let syncerThreadID = Atomic<UInt>(0)
     /// Transactions committed so far (statistics and tests).
     let transactionCount = Atomic<UInt64>(0)
-    /// Submissions queued and not yet committed (an inline commit may only run when this is 0).
-    let outstanding = Atomic<Int>(0)
 
     /// Queues a submission and wakes the writer if it sleeps.
     ///
     /// - Returns: `false` when the queue is closing (the submission was not queued).
-    func enqueue(_ submission: Submission) -> Bool {
-        outstanding.add(1, ordering: .sequentiallyConsistent)
-        guard items.enqueue(submission) else {
-            outstanding.subtract(1, ordering: .sequentiallyConsistent)
-            return false
-        }
-        return true
-    }
-
-    /// Whether `close()` was called.
-    var isClosing: Bool { items.isClosing }
+    func enqueue(_ submission: Submission) -> Bool { items.enqueue(submission) }
 
     /// Stops accepting submissions and wakes the writer so it can drain and exit.
     ///
@@ -81,9 +69,6 @@ final class HandoffQueue<Item: Sendable>: Sendable {
         if shouldWake { wakeup.signal() }
         return true
     }
-
-    /// Whether `close()` was called.
-    var isClosing: Bool { state.withLock { $0.isClosing } }
 
     /// Stops accepting items and wakes the consumer so it can drain and exit.
     ///

@@ -153,38 +153,4 @@ import Testing
         let acknowledgedCount = outcome.values.filter { (try? $0.get()) != nil }.count
         #expect(store.revision == 1 + UInt64(acknowledgedCount))
     }
-    @Test func inlineCommitsRunOnlyWhenNothingIsQueuedOrCommitting() throws {
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let store = try storeWithHeldFirstCommit(entered, release)
-        let order = Mutex<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        func record(_ name: String) -> @Sendable (Result<UInt64, StoreError>) -> Void {
-            { result in
-                order.withLock { $0.append("\(name) \((try? result.get()).map(String.init) ?? "failed")") }
-                done.signal()
-            }
-        }
-        // The writer thread is held inside the first transaction: an inline commit must not overtake it.
-        store.submit([leaf("a", .int(1))], completion: record("a"))
-        entered.wait()
-        #expect(!store.submitIfIdle([leaf("b", .int(2))], completion: record("never")))
-        store.submit([leaf("b", .int(2))], completion: record("b"))
-        release.signal()
-        done.wait()
-        done.wait()
-        // Idle now: the batch commits on this thread, is visible before the call returns, and keeps the order.
-        let visible = Atomic<Bool>(false)
-        let committed = store.submitIfIdle(
-            [leaf("c", .int(3))], visible: { visible.store(true, ordering: .relaxed) }, completion: record("c"))
-        let wasVisible = visible.load(ordering: .relaxed)
-        #expect(committed)
-        #expect(wasVisible)
-        done.wait()
-        #expect(order.withLock { $0 } == ["a 1", "b 2", "c 3"])
-        #expect(try rows(of: store) == ["/a=1", "/b=2", "/c=3"])
-        #expect(store.revision == 3)
-        store.flushAndClose()
-        #expect(!store.submitIfIdle([leaf("d", .int(4))], completion: record("never")))
-    }
 }
