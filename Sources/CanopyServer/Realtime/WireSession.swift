@@ -465,6 +465,10 @@ final class WireSession {
     }
 
     /// Sends messages encoded once for every session of a listen group.
+    ///
+    /// The fan-out calls this without retaining the session (see `WireListen`). A transport may end the session
+    /// while sending (a long poll's outbox overflows), which can release it: nothing may touch `self` after the
+    /// send.
     func send(_ messages: WireMessages) {
         guard !closed else { return }
         socket.send(messages)
