@@ -84,4 +84,23 @@ import Testing
         let values = try JSONValue.parse(r.body)
         #expect(values.arrayValue?.count == 20)
     }
+    /// Priorities of objects (stored as their own rows) come back after a restart, like leaf priorities.
+    @Test(.timeLimit(.minutes(1))) func prioritiesSurviveARestart() throws {
+        let data = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let server = try ServerProcess(dataDirectory: data)
+        let admin = server.admin
+        let body = #"{"room":{".priority":5,"name":"Lobby","seat":{".value":3,".priority":"b"}}}"#
+        let put = try HTTPClient(host: "127.0.0.1", port: server.port).request(
+            "PUT", "/p.json?ns=prio", headers: [("Authorization", "Bearer \(admin)")], body: Array(body.utf8))
+        #expect(put.status == 200)
+        server.kill9()
+        let restarted = try ServerProcess(dataDirectory: data)
+        defer { restarted.terminate() }
+        let r = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
+            "GET", "/p.json?ns=prio&format=export", headers: [("Authorization", "Bearer \(admin)")])
+        #expect(
+            try JSONValue.parse(r.body)
+                == JSONValue.parse(#"{"room":{".priority":5,"name":"Lobby","seat":{".value":3,".priority":"b"}}}"#))
+    }
 }
