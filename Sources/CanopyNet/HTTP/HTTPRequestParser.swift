@@ -141,13 +141,7 @@ public struct HTTPRequestParser: Sendable {
     ) {
         var parser = HTTPRequestParser(limits: limits)
         parser.append(bytes)
-        var events: [HTTPParserEvent] = []
-        do {
-            while let event = try parser.next() { events.append(event) }
-            return (events, nil)
-        } catch {
-            return (events, error)
-        }
+        return collectEvents { () throws(HTTPParseError) in try parser.next() }
     }
 
     /// Drops a fully consumed buffer, so an idle keep-alive connection does not hold on to the capacity

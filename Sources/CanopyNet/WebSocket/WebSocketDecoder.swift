@@ -79,13 +79,7 @@ public struct WebSocketDecoder: Sendable {
     ) -> (events: [WebSocketEvent], error: WebSocketError?) {
         var decoder = WebSocketDecoder(maxMessageBytes: maxMessageBytes, expectsMaskedFrames: expectsMaskedFrames)
         decoder.append(bytes)
-        var events: [WebSocketEvent] = []
-        do {
-            while let event = try decoder.next() { events.append(event) }
-            return (events, nil)
-        } catch {
-            return (events, error)
-        }
+        return collectEvents { () throws(WebSocketError) in try decoder.next() }
     }
 
     /// Drops a fully consumed buffer, so an idle connection does not keep the capacity of its largest read.
