@@ -10,10 +10,10 @@ import Testing
     let directory = TemporaryDirectory()
 
     /// A store whose first COMMIT waits until `release` is signalled.
-    private func storeWithHeldFirstCommit(_ entered: DispatchSemaphore, _ release: DispatchSemaphore) throws
-        -> NamespaceStore
-    {
-        var options = StoreOptions()
+    private func storeWithHeldFirstCommit(
+        _ entered: DispatchSemaphore, _ release: DispatchSemaphore, options base: StoreOptions = StoreOptions()
+    ) throws -> NamespaceStore {
+        var options = base
         let isFirst = Atomic<Bool>(true)
         options.beforeCommit = {
             if isFirst.exchange(false, ordering: .relaxed) {
@@ -92,14 +92,7 @@ import Testing
         let release = DispatchSemaphore(value: 0)
         var options = StoreOptions()
         options.maximumMutationsPerTransaction = 10
-        let isFirst = Atomic<Bool>(true)
-        options.beforeCommit = {
-            if isFirst.exchange(false, ordering: .relaxed) {
-                entered.signal()
-                release.wait()
-            }
-        }
-        let store = try NamespaceStore(path: directory.file(), options: options)
+        let store = try storeWithHeldFirstCommit(entered, release, options: options)
         let done = DispatchSemaphore(value: 0)
         store.submit([leaf("first", .int(0))]) { _ in done.signal() }
         entered.wait()
@@ -120,14 +113,7 @@ import Testing
         let release = DispatchSemaphore(value: 0)
         var options = StoreOptions()
         options.maximumPageCount = 8
-        let isFirst = Atomic<Bool>(true)
-        options.beforeCommit = {
-            if isFirst.exchange(false, ordering: .relaxed) {
-                entered.signal()
-                release.wait()
-            }
-        }
-        let store = try NamespaceStore(path: directory.file(), options: options)
+        let store = try storeWithHeldFirstCommit(entered, release, options: options)
         let results = Mutex<[String: Result<UInt64, StoreError>]>([:])
         let done = DispatchSemaphore(value: 0)
         store.submit([leaf("first", .int(0))]) { _ in done.signal() }
