@@ -124,10 +124,8 @@ public final class Namespace {
 
     private func batchCompleted(ok: Bool) {
         guard !inFlight.isEmpty else { return }
+        // A successful batch was fanned out already: the store calls `visible` before the completion.
         let batch = inFlight.removeFirst()
-        if ok && !batch.shown {
-            onCommit?(batch.before, batch.operations)
-        }
         if !ok {
             needsReload = true
         }
@@ -185,21 +183,21 @@ public final class Namespace {
             newNode = newNode.child(key)
         }
         var out: [StoreMutation] = []
-        var oldRows: [[String]: NodeRecord]?
-        if oldNode.isEmpty {
-            oldRows = [:]
-        } else {
-            oldRows = rows(of: oldNode, under: region.segments, limit: smallRegionRows)
-            if oldRows == nil { out.append(.deleteSubtree(path: region.segments)) }
+        // The old region's rows still to be matched; empty when it had none or was deleted as a range.
+        var oldRows: [[String]: NodeRecord] = [:]
+        if !oldNode.isEmpty {
+            if let small = rows(of: oldNode, under: region.segments, limit: smallRegionRows) {
+                oldRows = small
+            } else {
+                out.append(.deleteSubtree(path: region.segments))
+            }
         }
         newNode.forEachRecord(under: region.segments) { record in
-            if oldRows?.isEmpty == false, let old = oldRows?.removeValue(forKey: record.path), sameRow(old, record) {
-                return
-            }
+            if !oldRows.isEmpty, let old = oldRows.removeValue(forKey: record.path), sameRow(old, record) { return }
             out.append(StoreMutation(record))
         }
-        // Rows of the old region that the new one does not have (none when the region was deleted as a range).
-        for (rowPath, _) in oldRows ?? [:] { out.append(.deleteRow(path: rowPath)) }
+        // Rows of the old region that the new one does not have.
+        for rowPath in oldRows.keys { out.append(.deleteRow(path: rowPath)) }
         return out
     }
 
