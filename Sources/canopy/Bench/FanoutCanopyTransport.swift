@@ -70,7 +70,8 @@ final class FanoutCanopyTransport: FanoutTransport {
     func write(seq: Int, payload: String, subscriber: Int?) {
         let r = nextRequest
         nextRequest += 1
-        // A child per write: the daemon merges same-path writes committed together (see the report).
+        // A child per write, like Redis's one message per PUBLISH: every write stays a distinct event with its own
+        // payload. (Same-path writes would be delivered one by one too: `everyWriteIsDeliveredEvenWithinOneCommit`.)
         let path = subscriber.map { "/users/\($0)/m\(seq)" } ?? "/room/m\(seq)"
         writer?.send(text: #"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"\#(path)","d":\#(payload)}}}"#)
     }
