@@ -61,7 +61,9 @@ public final class Namespace {
     /// The caller has authorized the change and computed `newRoot` with `Namespace.applying`. The paths of one
     /// operation never overlap (PATCH and merges refuse overlaps; the publish engine writes disjoint locations),
     /// so each path's store mutations follow from the old and the final tree, without rebuilding the trees in between.
-    public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node) {
+    /// `mergeAt` names the location of an update (a REST PATCH, a wire `m`, an onDisconnect merge) whose paths all
+    /// lie below it: listeners at or above it are then told with one merge event (`m`, SSE `patch`).
+    public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node, mergeAt base: Path? = nil) {
         loop.assertInLoop()
         let old = root
         if openBefore == nil { openBefore = old }
@@ -69,7 +71,9 @@ public final class Namespace {
             openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
         }
         root = newRoot
-        openOperations.append(CommittedOperation(paths: writes.map(\.path), root: newRoot))
+        let paths = writes.map(\.path)
+        let mergeBase = base.flatMap { base in paths.allSatisfy { base.isAncestor(of: $0) } ? base : nil }
+        openOperations.append(CommittedOperation(paths: paths, root: newRoot, mergeBase: mergeBase))
     }
 
     /// Runs `body` once everything written so far is durable (`true`), or failed to persist (`false`).
@@ -252,4 +256,12 @@ public final class Namespace {
 public struct CommittedOperation: Sendable {
     public let paths: [Path]
     public let root: Node
+    /// For an update (merge), its location: every path lies strictly below it. nil for sets and other writes.
+    public let mergeBase: Path?
+
+    public init(paths: [Path], root: Node, mergeBase: Path? = nil) {
+        self.paths = paths
+        self.root = root
+        self.mergeBase = mergeBase
+    }
 }

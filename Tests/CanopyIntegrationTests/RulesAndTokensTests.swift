@@ -152,16 +152,6 @@ func rulesFile(_ name: String) -> String {
 
 /// SSE streams end with `auth_revoked` when the token expires, and `cancel` when new rules deny the read.
 @Suite struct EventStreamRevocationTests {
-    func readEvents(_ client: HTTPClient, until needle: String, timeout: TimeInterval = 6) -> String {
-        var text = ""
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline, !text.contains(needle) {
-            guard let chunk = try? client.readChunk(), !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        return text
-    }
-
     @Test func tokenExpiryAndRulesChangesEndStreams() throws {
         try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
             let ns = "sserevoke"

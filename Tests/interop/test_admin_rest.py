@@ -139,9 +139,86 @@ def test_listen_streams_initial_value_then_changes(app):
         assert second.event_type == "put" and second.path == f"/users/{pushed.key}" and second.data == ""
         users.child("a").update({"name": "Ada L."})
         third = events.get(timeout=10)
-        assert third.event_type in ("put", "patch") and "Ada L." in str(third.data)
+        # An update streams as one patch at its path, with the updated children (as Firebase sends it).
+        assert third.event_type == "patch" and third.path == "/users/a" and third.data == {"name": "Ada L."}
     finally:
         # close() returns once the listener thread wakes up; a write wakes it now instead of the 30 s keep-alive.
         import threading
         threading.Timer(0.3, lambda: users.child("wake").set(True)).start()
+        registration.close()
+
+
+def test_listen_ends_where_get_does_after_random_writes(app):
+    """Differential check of the SSE stream: applying every put/patch event as firebase-admin reports it (put replaces
+    the value at its path, patch merges children) must rebuild exactly what a final get() returns."""
+    import json
+    import queue
+    import random
+
+    rnd = random.Random(2026)
+    keys = ["a", "b", "c", "0", "1", "10", "-1", "x y"]
+
+    def value(depth=0):
+        roll = rnd.random()
+        if depth > 2 or roll < 0.45:
+            return rnd.choice([True, False, 0, 1, -3, 2.5, "s", "", 7, None])
+        if roll < 0.55:
+            return [value(depth + 1), value(depth + 1)]
+        return {rnd.choice(keys): value(depth + 1) for _ in range(rnd.randrange(4))}
+
+    def normalized(v):
+        if isinstance(v, list):
+            v = {str(i): x for i, x in enumerate(v)}
+        if isinstance(v, dict):
+            v = {k: normalized(x) for k, x in v.items()}
+            v = {k: x for k, x in v.items() if x is not None}
+            return v or None
+        return v
+
+    def setting(tree, segments, v):
+        if not segments:
+            return normalized(v)
+        tree = dict(tree) if isinstance(tree, dict) else {}
+        child = setting(tree.get(segments[0]), segments[1:], v)
+        if child is None:
+            tree.pop(segments[0], None)
+        else:
+            tree[segments[0]] = child
+        return tree or None
+
+    events = queue.Queue()
+    root = ref(app, "agree")
+    registration = root.listen(lambda event: events.put(event))
+    try:
+        for _ in range(250):
+            path = "/".join(rnd.choice(keys) for _ in range(1 + rnd.randrange(3)))
+            roll = rnd.random()
+            if roll < 0.5:
+                v = value()
+                if v is None:
+                    root.child(path).delete()
+                else:
+                    root.child(path).set(v)
+            elif roll < 0.8:
+                root.child(path).update({rnd.choice(keys): value(1) for _ in range(1 + rnd.randrange(3))})
+            else:
+                root.child(path).delete()
+        root.parent.child("agree-end").set(True)  # outside the listened location: nothing to deliver
+        root.child("zz-end").set(True)
+        tree = None
+        while True:
+            event = events.get(timeout=10)
+            segments = [s for s in event.path.split("/") if s]
+            if event.event_type == "put":
+                tree = setting(tree, segments, event.data)
+            else:
+                assert event.event_type == "patch"
+                for relative, v in event.data.items():
+                    tree = setting(tree, segments + [s for s in relative.split("/") if s], v)
+            if event.path == "/zz-end":
+                break
+        assert json.dumps(tree, sort_keys=True) == json.dumps(normalized(root.get()), sort_keys=True)
+    finally:
+        import threading
+        threading.Timer(0.3, lambda: root.child("wake").set(True)).start()
         registration.close()

@@ -48,6 +48,9 @@ def test_pyrebase_stream(server):
         db.child("pystream").child("m").set({"x": 2}, token)
         second = events.get(timeout=10)
         assert second["path"] == "/m" and second["data"] == {"x": 2}
+        db.child("pystream").update({"n": 3, "m/y": True}, token)
+        third = events.get(timeout=10)
+        assert third["event"] == "patch" and third["path"] == "/" and third["data"] == {"n": 3, "m/y": True}
     finally:
         try:
             stream.close()

@@ -156,7 +156,7 @@ extension RESTHandler {
         let newRoot = Namespace.applying(writes, to: old)
         try authorize(
             request, .update(childPaths: relativePaths), namespace: namespace, oldRoot: old, newRoot: newRoot)
-        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
+        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot, mergeAt: request.path) }
         namespace.whenDurable { ok in
             guard ok else {
                 responder.respond(.error(RESTError(500, "The update could not be stored; nothing was changed.")))

@@ -2,11 +2,22 @@
 //
 // SSE wire format (firebase-protocol.md §2.9): `event: <name>\ndata: <json>\n\n`, LF-only. The first event is a
 // `put` at "/" with the whole value; later changes at or below the location are `put`s with the path relative to
-// it; a change above it is a `put` at "/" with the location's new value. `keep-alive` (data `null`) every 30 s;
-// `cancel` (a JSON string) when the rules stop granting the read; `auth_revoked` (bare text) when the token expires.
+// it, or, for an update (PATCH, `update()`) at or below it, one `patch` whose data holds the updated children
+// relative to its path, as Firebase sends them; a change above it is a `put` at "/" with the location's new value.
+// `keep-alive` (data `null`) every 30 s; `cancel` (a JSON string) when the rules stop granting the read;
+// `auth_revoked` (bare text) when the token expires.
 
 import CanopyCore
 import CanopyNet
+
+/// One change pushed to a listen group's listeners.
+enum ListenUpdate {
+    /// `value` is now at `path` (wire `d`, SSE `put`).
+    case set(path: Path, value: Node)
+    /// An update at `path`, at or below the listened location: the new value of each updated child, by path
+    /// relative to `path` (wire `m`, SSE `patch`; a removed child is null).
+    case merge(path: Path, children: [(path: Path, value: Node)])
+}
 
 /// Listeners sharing one (namespace, location, query): each change is computed and serialized once for all of
 /// them, per transport.
@@ -33,23 +44,35 @@ final class ListenGroup {
         return query.map { $0.window(of: node) } ?? node
     }
 
-    /// The updates this group's listeners must receive for one committed batch, as (absolute path, new value)
-    /// overwrites in commit order; empty when nothing they see changed.
-    func updates(before: Node, after: Node, changedPaths: [Path]) -> [(path: Path, value: Node)] {
+    /// The updates this group's listeners must receive for one committed operation, in order; empty when nothing
+    /// they see changed. `mergeBase` is the location of an update (see `CommittedOperation`): a default listen at
+    /// or above it gets one merge of the updated children that changed, like Firebase's `m`; below it (where only
+    /// some of the children matter) and for every other write, absolute-path overwrites.
+    func updates(before: Node, after: Node, changedPaths: [Path], mergeBase: Path? = nil) -> [ListenUpdate] {
         let old = before.node(at: path)
         let new = after.node(at: path)
         if old === new { return [] }
         if let query {
             let newWindow = query.window(of: new)
-            return query.window(of: old) == newWindow ? [] : [(path, newWindow)]
+            return query.window(of: old) == newWindow ? [] : [.set(path: path, value: newWindow)]
         }
-        var out: [(path: Path, value: Node)] = []
+        if let base = mergeBase, path.isAncestorOrSelf(of: base), !changedPaths.contains(where: \.isPriorityPath) {
+            var children: [(path: Path, value: Node)] = []
+            for changed in changedPaths {
+                let below = changed.segments[path.segments.count...]
+                let value = new.node(at: below)
+                if value === old.node(at: below) { continue }
+                children.append((Path(segments: Array(changed.segments[base.segments.count...])), value))
+            }
+            return children.isEmpty ? [] : [.merge(path: base, children: children)]
+        }
+        var out: [ListenUpdate] = []
         var previous: Path?
         for changed in changedPaths where changed != previous {
             previous = changed
             if changed.isAncestorOrSelf(of: path) {
                 // A write at or above the location: the whole location, once.
-                return [(path, new)]
+                return [.set(path: path, value: new)]
             }
             guard path.isAncestor(of: changed) else { continue }
             let target = changed.isPriorityPath ? (changed.parent ?? changed) : changed
@@ -57,17 +80,25 @@ final class ListenGroup {
             let below = target.segments[path.segments.count...]
             let value = new.node(at: below)
             if value === old.node(at: below) { continue }
-            out.append((target, value))
+            out.append(.set(path: target, value: value))
         }
         return out
     }
 
     /// SSE bytes for a list of updates (paths relative to the location, plain JSON).
-    func sseBytes(_ updates: [(path: Path, value: Node)]) -> [UInt8] {
+    func sseBytes(_ updates: [ListenUpdate]) -> [UInt8] {
         var out: [UInt8] = []
         for update in updates {
-            let relative = update.path.relative(to: path) ?? .root
-            out += EventStream.format("put", ["path": .string(relative.description), "data": update.value.json()])
+            switch update {
+            case .set(let at, let value):
+                let relative = at.relative(to: path) ?? .root
+                out += EventStream.format("put", ["path": .string(relative.description), "data": value.json()])
+            case .merge(let at, let children):
+                let relative = at.relative(to: path) ?? .root
+                let data = JSONValue.object(
+                    children.map { JSONMember($0.path.segments.joined(separator: "/"), $0.value.json()) })
+                out += EventStream.format("patch", ["path": .string(relative.description), "data": data])
+            }
         }
         return out
     }

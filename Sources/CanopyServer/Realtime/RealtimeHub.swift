@@ -181,8 +181,8 @@ final class RealtimeHub: RealtimeService {
         // change is skipped even when one loop pass commits several writes to the same place. Each group gets only
         // the paths of an operation that overlap it (a publish touches thousands of locations).
         var order: [ListenGroup] = []
-        var updatesByGroup: [ObjectIdentifier: [(path: Path, value: Node)]] = [:]
-        func collect(_ updates: [(path: Path, value: Node)], for group: ListenGroup) {
+        var updatesByGroup: [ObjectIdentifier: [ListenUpdate]] = [:]
+        func collect(_ updates: [ListenUpdate], for group: ListenGroup) {
             if updates.isEmpty { return }
             let id = ObjectIdentifier(group)
             if updatesByGroup[id] == nil { order.append(group) }
@@ -194,9 +194,13 @@ final class RealtimeHub: RealtimeService {
         for operation in operations {
             defer { previous = operation.root }
             if operation.paths.count == 1 {
-                // One path (every `p` and most merges): each overlapping group gets exactly that path.
+                // One path (every `p`, single-child merges): each overlapping group gets exactly that path.
                 for group in tree.groups(overlapping: operation.paths[0]) {
-                    collect(group.updates(before: previous, after: operation.root, changedPaths: operation.paths), for: group)
+                    collect(
+                        group.updates(
+                            before: previous, after: operation.root, changedPaths: operation.paths,
+                            mergeBase: operation.mergeBase),
+                        for: group)
                 }
                 continue
             }
@@ -211,7 +215,10 @@ final class RealtimeHub: RealtimeService {
             }
             for group in groupOrder {
                 let paths = pathsByGroup[ObjectIdentifier(group)]!
-                collect(group.updates(before: previous, after: operation.root, changedPaths: paths), for: group)
+                collect(
+                    group.updates(
+                        before: previous, after: operation.root, changedPaths: paths, mergeBase: operation.mergeBase),
+                    for: group)
             }
         }
         for group in order {
@@ -221,7 +228,7 @@ final class RealtimeHub: RealtimeService {
 
     /// Sends one group's updates to its listeners: serialized once, and for wire listens framed once per tag (all
     /// untagged listens share one encoding), so each connection only copies finished frames into its output.
-    private func deliver(_ updates: [(path: Path, value: Node)], to group: ListenGroup) {
+    private func deliver(_ updates: [ListenUpdate], to group: ListenGroup) {
         if !group.sse.isEmpty {
             let bytes = group.sseBytes(updates)
             for subscriber in group.sse { subscriber.stream.send(bytes) }

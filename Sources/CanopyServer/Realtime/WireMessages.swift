@@ -45,16 +45,30 @@ struct WireMessages {
             })
     }
 
-    /// The shared part of `d` pushes for a list of updates: everything but the tag and the closing braces, so a
-    /// group serializes each change once however many sessions listen, whatever their tags.
-    static func dataMessagePrefixes(_ updates: [(path: Path, value: Node)]) -> [[UInt8]] {
+    /// The shared part of `d` (set) and `m` (merge) pushes for a list of updates: everything but the tag and the
+    /// closing braces, so a group serializes each change once however many sessions listen, whatever their tags.
+    static func dataMessagePrefixes(_ updates: [ListenUpdate]) -> [[UInt8]] {
         updates.map { update in
             var bytes: [UInt8] = []
             bytes.reserveCapacity(128)
-            bytes.append(contentsOf: #"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
-            JSONValue.string(update.path.description).write(into: &bytes)
-            bytes.append(contentsOf: #","d":"#.utf8)
-            update.value.writeJSON(export: true, into: &bytes)
+            switch update {
+            case .set(let path, let value):
+                bytes.append(contentsOf: #"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
+                JSONValue.string(path.description).write(into: &bytes)
+                bytes.append(contentsOf: #","d":"#.utf8)
+                value.writeJSON(export: true, into: &bytes)
+            case .merge(let path, let children):
+                bytes.append(contentsOf: #"{"t":"d","d":{"a":"m","b":{"p":"#.utf8)
+                JSONValue.string(path.description).write(into: &bytes)
+                bytes.append(contentsOf: #","d":{"#.utf8)
+                for (index, child) in children.enumerated() {
+                    if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                    JSONValue.string(child.path.segments.joined(separator: "/")).write(into: &bytes)
+                    bytes.append(UInt8(ascii: ":"))
+                    child.value.writeJSON(export: true, into: &bytes)
+                }
+                bytes.append(UInt8(ascii: "}"))
+            }
             return bytes
         }
     }

@@ -2,9 +2,10 @@
 //
 // Envelopes (firebase-protocol.md §3): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
 // `{"t":"d","d":{"r":<n>,"a":<action>,"b":{…}}}`, responses `{"t":"d","d":{"r":<n>,"b":{"s":<status>,"d":…}}}`,
-// pushes `{"t":"d","d":{"a":"d"|"c"|"ac","b":{…}}}`. Messages longer than 16384 characters travel as a bare
-// piece count followed by the pieces. A connection's requests are handled strictly in order: writes and reads
-// wait for durability through their namespace, and replies are sent in request order.
+// pushes `{"t":"d","d":{"a":"d"|"m"|"c"|"ac","b":{…}}}` (`m`: an update, its children by relative path).
+// Messages longer than 16384 characters travel as a bare piece count followed by the pieces. A connection's
+// requests are handled strictly in order: writes and reads wait for durability through their namespace, and
+// replies are sent in request order.
 
 import CanopyCore
 import CanopyNet
@@ -235,7 +236,7 @@ final class WireSession {
             self.listens[key] = listen
             let value = group.currentValue(in: snapshot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
-                self.push(WireMessages.dataMessagePrefixes([(path, value)]), tag: tag)
+                self.push(WireMessages.dataMessagePrefixes([.set(path: path, value: value)]), tag: tag)
             }
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
             self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
@@ -314,7 +315,7 @@ final class WireSession {
                 reply(r, "permission_denied", "Permission denied")
                 return
             }
-            if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
+            if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot, mergeAt: path) }
             namespace.whenDurable { [weak self] ok in
                 self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The update could not be stored.")
             }
@@ -381,7 +382,9 @@ final class WireSession {
                 let (writes, operation) = try writes(of: op, root: old)
                 let newRoot = Namespace.applying(writes, to: old)
                 guard authorize(operation, at: op.path, old: old, new: newRoot, as: op.identity) else { continue }
-                if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
+                if !writes.isEmpty {
+                    namespace.commit(writes, newRoot: newRoot, mergeAt: op.kind == .merge ? op.path : nil)
+                }
             } catch {
                 logger.debug("wire.ondisconnect_failed", ["path": op.path.description])
             }

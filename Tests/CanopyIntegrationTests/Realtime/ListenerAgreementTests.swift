@@ -98,7 +98,8 @@ import Testing
             let listener = try WireTestClient(port: server.port, namespace: "agree")
             for client in [writer, listener] {
                 _ = client.waitFor { $0["t"] == "c" }
-                #expect(client.reply(client.request("gauth", ["cred": .string(server.admin)]))?["d"]?["b"]?["s"] == "ok")
+                let auth = client.request("gauth", ["cred": .string(server.admin)])
+                #expect(client.reply(auth)?["d"]?["b"]?["s"] == "ok")
             }
             // Start from an empty /root (the namespace is shared by the seeds).
             #expect(writer.reply(writer.request("p", ["p": "/root", "d": .null]))?["d"]?["b"]?["s"] == "ok")
@@ -125,7 +126,10 @@ import Testing
             // Pushes to one socket keep commit order: once the sentinel arrives, every earlier push has.
             let end = writer.request("p", ["p": "/sentinel", "d": .int(Int64(seed))])
             #expect(writer.reply(end)?["d"]?["b"]?["s"] == "ok")
-            #expect(listener.waitFor { $0["d"]?["b"]?["p"] == "/sentinel" && $0["d"]?["b"]?["d"] == .int(Int64(seed)) } != nil)
+            let sentinel = listener.waitFor { message in
+                message["d"]?["b"]?["p"] == "/sentinel" && message["d"]?["b"]?["d"] == .int(Int64(seed))
+            }
+            #expect(sentinel != nil)
 
             var views: [String: Node] = [:]
             var pushes = 0

@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func pushesAreClosedWithTheirTag() throws {
-        let prefixes = WireMessages.dataMessagePrefixes([(Path(segments: ["room", "m1"]), try Node.from(json: ["x": 1]))])
+        let prefixes = WireMessages.dataMessagePrefixes([.set(path: Path(segments: ["room", "m1"]), value: try Node.from(json: ["x": 1]))])
         let untagged = try texts(of: WireMessages(closing: prefixes, tag: nil).frames)
         let tagged = try texts(of: WireMessages(closing: prefixes, tag: 7).frames)
         #expect(untagged == [#"{"t":"d","d":{"a":"d","b":{"p":"/room/m1","d":{"x":1}}}}"#])

@@ -110,8 +110,9 @@ import Testing
             #expect(b.reply(q)?["d"]?["b"]?["s"] == "ok")
             a.close()
             #expect(b.push("d", path: "/presence/u1")?["d"]?["b"]?["d"] == .null)
-            let seen = try #require(b.push("d", path: "/presence/lastSeen"))
-            #expect(seen["d"]?["b"]?["d"]?.int64Value != nil)
+            // The queued merge arrives as a merge at its path.
+            let seen = try #require(b.push("m", path: "/presence"))
+            #expect(seen["d"]?["b"]?["d"]?["lastSeen"]?.int64Value != nil)
             let g = b.request("g", ["p": "/cancelled", "q": [:]])
             #expect(b.reply(g)?["d"]?["b"]?["d"] == .null)
         }
@@ -206,6 +207,30 @@ import Testing
             let revoked = try #require(a.push("ac", timeout: 5))
             #expect(revoked["d"]?["b"]?["s"] == "expired_token")
             #expect(a.push("c", path: "/private/adminable/users/901") != nil)
+        }
+    }
+
+    /// An update (`m`) at or below a listen arrives as one `m` push, as Firebase sends it; below the update's path,
+    /// a listen gets its own new value as a `d`.
+    @Test func updatesArriveAsMergesAtOrAboveTheirPath() throws {
+        try withServer { server in
+            let a = try connect(server, "merges")
+            let b = try connect(server, "merges")
+            try authAsAdmin(a, server)
+            try authAsAdmin(b, server)
+            #expect(b.reply(b.request("p", ["p": "/rooms", "d": ["r1": ["name": "Lobby"]]]))?["d"]?["b"]?["s"] == "ok")
+            #expect(a.reply(a.request("q", ["p": "/rooms", "h": ""]))?["d"]?["b"]?["s"] == "ok")
+            #expect(a.reply(a.request("q", ["p": "/rooms/r1/name", "h": ""]))?["d"]?["b"]?["s"] == "ok")
+            _ = a.push("d", path: "/rooms")
+            _ = a.push("d", path: "/rooms/r1/name")
+            let m = b.request("m", ["p": "/rooms", "d": ["r2/name": "Stage", "r1/name": "Hall", "r1/gone": .null]])
+            #expect(b.reply(m)?["d"]?["b"]?["s"] == "ok")
+            let merge = try #require(a.push("m", path: "/rooms"))
+            #expect(merge["d"]?["b"]?["d"] == ["r2/name": "Stage", "r1/name": "Hall"])
+            #expect(merge["d"]?["b"]?["t"] == nil)
+            let own = try #require(a.push("d", path: "/rooms/r1/name"))
+            #expect(own["d"]?["b"]?["d"] == "Hall")
+            #expect(a.push("d", path: "/rooms", timeout: 0.3) == nil)
         }
     }
 
