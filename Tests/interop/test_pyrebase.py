@@ -50,7 +50,8 @@ def test_pyrebase_stream(server):
         assert second["path"] == "/m" and second["data"] == {"x": 2}
         db.child("pystream").update({"n": 3, "m/y": True}, token)
         third = events.get(timeout=10)
-        assert third["event"] == "patch" and third["path"] == "/" and third["data"] == {"n": 3, "m/y": True}
+        # One patch for the update; its keys are immediate children, each with its whole new value.
+        assert third["event"] == "patch" and third["path"] == "/" and third["data"] == {"n": 3, "m": {"x": 2, "y": True}}
     finally:
         try:
             stream.close()

@@ -15,8 +15,9 @@ enum ListenUpdate {
     /// `value` is now at `path` (wire `d`, SSE `put`).
     case set(path: Path, value: Node)
     /// An update at `path`, at or below the listened location: the new value of each updated child, by path
-    /// relative to `path` (wire `m`, SSE `patch`; a removed child is null).
-    case merge(path: Path, children: [(path: Path, value: Node)])
+    /// relative to `path` (wire `m`; a removed child is null), and the new values of the immediate children those
+    /// paths fall in (SSE `patch`, whose keys are immediate children: `{"a/b": 1}` streams as `{"a": {…}}`).
+    case merge(path: Path, children: [(path: Path, value: Node)], immediate: [(key: String, value: Node)])
 }
 
 /// Listeners sharing one (namespace, location, query): each change is computed and serialized once for all of
@@ -58,13 +59,27 @@ final class ListenGroup {
         }
         if let base = mergeBase, path.isAncestorOrSelf(of: base), !changedPaths.contains(where: \.isPriorityPath) {
             var children: [(path: Path, value: Node)] = []
+            var immediate: [(key: String, value: Node)] = []
+            var deep = false
             for changed in changedPaths {
                 let below = changed.segments[path.segments.count...]
                 let value = new.node(at: below)
                 if value === old.node(at: below) { continue }
-                children.append((Path(segments: Array(changed.segments[base.segments.count...])), value))
+                let relative = Array(changed.segments[base.segments.count...])
+                children.append((Path(segments: relative), value))
+                deep = deep || relative.count > 1
+                immediate.append((relative[0], value))
             }
-            return children.isEmpty ? [] : [.merge(path: base, children: children)]
+            if children.isEmpty { return [] }
+            if deep {
+                // Updated paths share immediate children: stream each of those once, whole.
+                let baseNode = new.node(at: base.segments[path.segments.count...])
+                var seen = Set<String>()
+                immediate = immediate.compactMap { entry in
+                    seen.insert(entry.key).inserted ? (entry.key, baseNode.child(entry.key)) : nil
+                }
+            }
+            return [.merge(path: base, children: children, immediate: immediate)]
         }
         var out: [ListenUpdate] = []
         var previous: Path?
@@ -93,10 +108,9 @@ final class ListenGroup {
             case .set(let at, let value):
                 let relative = at.relative(to: path) ?? .root
                 out += EventStream.format("put", ["path": .string(relative.description), "data": value.json()])
-            case .merge(let at, let children):
+            case .merge(let at, _, let immediate):
                 let relative = at.relative(to: path) ?? .root
-                let data = JSONValue.object(
-                    children.map { JSONMember($0.path.segments.joined(separator: "/"), $0.value.json()) })
+                let data = JSONValue.object(immediate.map { JSONMember($0.key, $0.value.json()) })
                 out += EventStream.format("patch", ["path": .string(relative.description), "data": data])
             }
         }

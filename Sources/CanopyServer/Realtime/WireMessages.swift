@@ -57,7 +57,7 @@ struct WireMessages {
                 JSONValue.string(path.description).write(into: &bytes)
                 bytes.append(contentsOf: #","d":"#.utf8)
                 value.writeJSON(export: true, into: &bytes)
-            case .merge(let path, let children):
+            case .merge(let path, let children, _):
                 bytes.append(contentsOf: #"{"t":"d","d":{"a":"m","b":{"p":"#.utf8)
                 JSONValue.string(path.description).write(into: &bytes)
                 bytes.append(contentsOf: #","d":{"#.utf8)

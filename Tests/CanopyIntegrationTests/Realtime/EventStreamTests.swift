@@ -35,10 +35,12 @@ func readEvents(_ client: HTTPClient, until needle: String, timeout: TimeInterva
             #expect(readEvents(stream, until: "\n\n") == event("put", #"{"path":"/","data":{"r1":{"name":"Lobby"}}}"#))
 
             // An update at the location: one patch at "/" (removing a child that was not there changes nothing).
-            try write("PATCH", "/rooms", #"{"r2/name":"Stage","r1":{"name":"Hall"},"gone":null}"#)
-            #expect(
-                readEvents(stream, until: "\n\n")
-                    == event("patch", #"{"path":"/","data":{"r2/name":"Stage","r1":{"name":"Hall"}}}"#))
+            // Its keys are immediate children, each with its whole new value: `r2/name` streams as `r2`.
+            try write("PUT", "/rooms/r2/seats", "40")
+            #expect(readEvents(stream, until: "\n\n") == event("put", #"{"path":"/r2/seats","data":40}"#))
+            try write("PATCH", "/rooms", #"{"r2/name":"Stage","r1":{"name":"Hall"},"gone":null,"r2/open":true}"#)
+            let patch = #"{"path":"/","data":{"r2":{"name":"Stage","open":true,"seats":40},"r1":{"name":"Hall"}}}"#
+            #expect(readEvents(stream, until: "\n\n") == event("patch", patch))
             // An update below it: a patch at the update's path.
             try write("PATCH", "/rooms/r1", #"{"open":true,"name":null}"#)
             #expect(
