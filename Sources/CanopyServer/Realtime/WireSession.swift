@@ -86,8 +86,7 @@ final class WireSession {
 
     /// Sends the handshake and starts reading.
     func start(host: String) {
-        socket.onText = { [weak self] text in self?.received(text) }
-        socket.onClose = { [weak self] in self?.socketClosed() }
+        attach(socket)
         let now = hub.context.configuration.clock.nowMilliseconds()
         handshakeID = Self.sessionID()
         let handshake: JSONValue = [
@@ -406,8 +405,16 @@ final class WireSession {
         socket.onText = nil
         socket.onClose = nil
         socket = transport
+        attach(transport)
+    }
+
+    private func attach(_ transport: any WireTransport) {
         transport.onText = { [weak self] text in self?.received(text) }
         transport.onClose = { [weak self] in self?.socketClosed() }
+        // The protocol is JSON text: a binary message is refused with 1003 (unsupported data), not ignored.
+        (transport as? WebSocketConnection)?.onBinary = { [weak self] _ in
+            self?.end(code: 1003, reason: "binary messages are not supported")
+        }
     }
 
     private func socketClosed() {

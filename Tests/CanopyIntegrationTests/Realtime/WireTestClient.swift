@@ -12,6 +12,8 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
     private var socket: WebSocketClient?
     private let received = Mutex<[JSONValue]>([])
     private let closed = Atomic<Bool>(false)
+    /// The close code the server sent (0 until it sent one).
+    private let closeCode = Atomic<UInt16>(0)
     private let thread: Thread
     private var nextRequest: Int64 = 1
 
@@ -31,7 +33,10 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
                     opened.signal()
                 }
                 client.onText = { [self] text in self.receive(text) }
-                client.onClose = { [self] in closed.store(true, ordering: .relaxed) }
+                client.onClose = { [self, unowned client] in
+                    closeCode.store(client.peerCloseCode ?? 0, ordering: .relaxed)
+                    closed.store(true, ordering: .relaxed)
+                }
                 socket = client
             } catch {
                 failure.withLock { $0 = "\(error)" }
@@ -69,6 +74,20 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
 
     var isClosed: Bool { closed.load(ordering: .relaxed) }
 
+    /// The code of the server's close frame, once the connection is closed (nil before, or without one).
+    var serverCloseCode: UInt16? {
+        guard isClosed else { return nil }
+        let code = closeCode.load(ordering: .relaxed)
+        return code == 0 ? nil : code
+    }
+
+    /// Waits until the connection is closed; false on timeout.
+    func waitUntilClosed(timeout: TimeInterval = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !isClosed && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return isClosed
+    }
+
     /// Sends a data request; returns its request number.
     @discardableResult
     func request(_ action: String, _ body: JSONValue) -> Int64 {
@@ -80,6 +99,10 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
 
     func sendRaw(_ text: String) {
         loop.execute { [self] in socket?.send(text: text) }
+    }
+
+    func sendBinary(_ bytes: [UInt8]) {
+        loop.execute { [self] in socket?.send(binary: bytes) }
     }
 
     func close() {
