@@ -20,12 +20,18 @@ import Testing
         #expect(client.reply(r)?["d"]?["b"]?["s"] == "ok")
     }
 
+    /// Two sockets on namespace `ns`, both authenticated as admin.
+    func connectAdmins(_ server: InProcessServer, _ ns: String) throws -> (WireTestClient, WireTestClient) {
+        let a = try connect(server, ns)
+        let b = try connect(server, ns)
+        try authAsAdmin(a, server)
+        try authAsAdmin(b, server)
+        return (a, b)
+    }
+
     @Test func listenGetsDataBeforeOkThenLiveChanges() throws {
         try withServer { server in
-            let a = try connect(server, "ws1")
-            let b = try connect(server, "ws1")
-            try authAsAdmin(a, server)
-            try authAsAdmin(b, server)
+            let (a, b) = try connectAdmins(server, "ws1")
             let w = b.request("p", ["p": "/rooms/r1", "d": ["name": "Lobby"]])
             #expect(b.reply(w)?["d"]?["b"]?["s"] == "ok")
             let q = a.request("q", ["p": "/rooms", "h": ""])
@@ -92,10 +98,7 @@ import Testing
 
     @Test func onDisconnectRunsWhenTheSocketDrops() throws {
         try withServer { server in
-            let a = try connect(server, "ws4")
-            let b = try connect(server, "ws4")
-            try authAsAdmin(a, server)
-            try authAsAdmin(b, server)
+            let (a, b) = try connectAdmins(server, "ws4")
             var r = a.request("p", ["p": "/presence/u1", "d": true])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             r = a.request("o", ["p": "/presence/u1", "d": .null])
@@ -214,10 +217,7 @@ import Testing
     /// a listen gets its own new value as a `d`.
     @Test func updatesArriveAsMergesAtOrAboveTheirPath() throws {
         try withServer { server in
-            let a = try connect(server, "merges")
-            let b = try connect(server, "merges")
-            try authAsAdmin(a, server)
-            try authAsAdmin(b, server)
+            let (a, b) = try connectAdmins(server, "merges")
             #expect(b.reply(b.request("p", ["p": "/rooms", "d": ["r1": ["name": "Lobby"]]]))?["d"]?["b"]?["s"] == "ok")
             #expect(a.reply(a.request("q", ["p": "/rooms", "h": ""]))?["d"]?["b"]?["s"] == "ok")
             #expect(a.reply(a.request("q", ["p": "/rooms/r1/name", "h": ""]))?["d"]?["b"]?["s"] == "ok")
@@ -237,10 +237,7 @@ import Testing
     /// Back-to-back writes to one path land in one group commit; a listener still gets every value, in order.
     @Test func everyWriteIsDeliveredEvenWithinOneCommit() throws {
         try withServer { server in
-            let a = try connect(server, "seq")
-            let b = try connect(server, "seq")
-            try authAsAdmin(a, server)
-            try authAsAdmin(b, server)
+            let (a, b) = try connectAdmins(server, "seq")
             let q = a.request("q", ["p": "/users/1", "h": ""])
             #expect(a.reply(q)?["d"]?["b"]?["s"] == "ok")
             var last: Int64 = 0

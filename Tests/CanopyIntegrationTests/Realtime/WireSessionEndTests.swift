@@ -4,22 +4,24 @@ import CanopyCore
 import Testing
 
 @Suite struct WireSessionEndTests {
+    /// Two admin sockets: a holds /presence/u1 = true with an onDisconnect that removes it; b listens on /presence.
+    func presence(_ server: InProcessServer, _ ns: String) throws -> (a: WireTestClient, b: WireTestClient) {
+        let (a, b) = try WireProtocolTests().connectAdmins(server, ns)
+        var r = a.request("p", ["p": "/presence/u1", "d": true])
+        #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+        r = a.request("o", ["p": "/presence/u1", "d": .null])
+        #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+        r = b.request("q", ["p": "/presence", "h": ""])
+        #expect(b.reply(r)?["d"]?["b"]?["s"] == "ok")
+        return (a, b)
+    }
+
     @Test func malformedMessageClosesAndRunsOnDisconnect() throws {
         try withServer { server in
-            let protocolTests = WireProtocolTests()
-            let a = try protocolTests.connect(server, "end1")
-            let b = try protocolTests.connect(server, "end1")
-            try protocolTests.authAsAdmin(a, server)
-            try protocolTests.authAsAdmin(b, server)
-            var r = a.request("p", ["p": "/presence/u1", "d": true])
-            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
-            r = a.request("o", ["p": "/presence/u1", "d": .null])
-            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+            let (a, b) = try presence(server, "end1")
             // a also listens: once it is gone its listen must not keep a place in the fan-out.
-            r = a.request("q", ["p": "/presence", "h": ""])
+            let r = a.request("q", ["p": "/presence", "h": ""])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
-            let q = b.request("q", ["p": "/presence", "h": ""])
-            #expect(b.reply(q)?["d"]?["b"]?["s"] == "ok")
             a.sendRaw("this is not JSON")
             #expect(b.push("d", path: "/presence/u1")?["d"]?["b"]?["d"] == .null)
             // The rest of the server carries on: b still writes and hears its own change.
@@ -33,17 +35,7 @@ import Testing
     /// session ends like a lost one (its onDisconnect runs).
     @Test func binaryMessageClosesWith1003() throws {
         try withServer { server in
-            let protocolTests = WireProtocolTests()
-            let a = try protocolTests.connect(server, "end2")
-            let b = try protocolTests.connect(server, "end2")
-            try protocolTests.authAsAdmin(a, server)
-            try protocolTests.authAsAdmin(b, server)
-            var r = a.request("p", ["p": "/presence/u1", "d": true])
-            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
-            r = a.request("o", ["p": "/presence/u1", "d": .null])
-            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
-            let q = b.request("q", ["p": "/presence", "h": ""])
-            #expect(b.reply(q)?["d"]?["b"]?["s"] == "ok")
+            let (a, b) = try presence(server, "end2")
             a.sendBinary([0x7B, 0x7D])
             #expect(a.waitUntilClosed())
             #expect(a.serverCloseCode == 1003)
