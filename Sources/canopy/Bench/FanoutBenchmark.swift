@@ -17,7 +17,8 @@ import Foundation
 /// `canopy bench fanout [--subscribers 100,1000,10000] [--writes M] [--rounds K] [--scenario a|b]
 /// [--sync full|normal] [--url URL --token T] [--no-redis]`.
 struct FanoutBenchmark {
-    /// The daemon's default connection cap (HTTPServerLimits.maxConnections); the writer needs one connection.
+    /// The default connection cap of a daemon given by `--url` (the benchmark starts its own daemons with room for
+    /// every subscriber and the writer); the writer needs one connection.
     private static let daemonConnectionCap = 10_000
 
     var subscriberCounts = [100, 1_000, 10_000]
@@ -79,9 +80,11 @@ struct FanoutBenchmark {
         }
         var failedRounds = 0
         for requested in subscriberCounts {
-            var n = min(requested, Self.daemonConnectionCap - 1)
+            var n = url == nil ? requested : min(requested, Self.daemonConnectionCap - 1)
             var notes: [String] = []
-            if n < requested { notes.append("daemon caps connections at \(Self.daemonConnectionCap): N clamped to \(n)") }
+            if n < requested {
+                notes.append("a default daemon caps connections at \(Self.daemonConnectionCap): N clamped to \(n)")
+            }
             if n + 256 > fdLimit {
                 n = max(1, fdLimit - 256)
                 notes.append("open-file limit \(fdLimit): N clamped to \(n)")
@@ -147,7 +150,7 @@ struct FanoutBenchmark {
             (host, port) = try Self.hostAndPort(url)
             credential = token ?? ""
         } else {
-            let (child, secret) = try FanoutChild.startDaemon(sync: sync)
+            let (child, secret) = try FanoutChild.startDaemon(sync: sync, maxConnections: n + 64)
             daemon = child
             (host, port, credential) = ("127.0.0.1", child.port, secret)
         }

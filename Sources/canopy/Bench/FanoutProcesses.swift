@@ -65,14 +65,19 @@ final class FanoutChild {
 
     /// Starts `canopy serve` (this same binary) on a fresh temporary data directory and an ephemeral port.
     /// - Returns: the child and the admin credential.
-    /// - Parameter sync: the daemon's `--sync` mode (`full` or `normal`).
-    static func startDaemon(sync: String = "full") throws -> (FanoutChild, credential: String) {
+    /// - Parameters:
+    ///   - sync: the daemon's `--sync` mode (`full` or `normal`).
+    ///   - maxConnections: the daemon's `--max-connections` (subscribers, the writer and some slack).
+    static func startDaemon(sync: String = "full", maxConnections: Int) throws -> (FanoutChild, credential: String) {
         let data = NSTemporaryDirectory() + "canopy-fanout-" + UUID().uuidString
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync]
+        process.arguments = [
+            "serve", "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync,
+            "--max-connections", "\(maxConnections)",
+        ]
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = FileHandle.nullDevice
