@@ -15,9 +15,9 @@ enum FanoutPayload {
     /// Finds `"seq":<n>` and `"sentAt":<n>` in a delivered message, in either order (the daemon sorts keys);
     /// nil when the message has no payload.
     static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (seq: Int, sentAt: UInt64)? {
-        guard let (seq, _) = number(after: seqKey, in: bytes, from: 0),
-            let (sentAt, _) = number(after: sentAtKey, in: bytes, from: 0)
-        else { return nil }
+        guard let seq = number(after: seqKey, in: bytes), let sentAt = number(after: sentAtKey, in: bytes) else {
+            return nil
+        }
         return (Int(seq), sentAt)
     }
 
@@ -27,21 +27,20 @@ enum FanoutPayload {
         return text.withUTF8 { scan($0) }
     }
 
-    /// The decimal number right after the first occurrence of `key` at or after `from`, and the index after it;
-    /// linear in the message length.
-    private static func number(after key: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> (UInt64, Int)? {
-        guard bytes.count >= key.count, from <= bytes.count - key.count else { return nil }
-        let first = key[0]
-        var start = from
-        while start + key.count <= bytes.count {
-            guard let found = bytes[start...(bytes.count - key.count)].firstIndex(of: first) else { return nil }
-            var k = 1
-            while k < key.count && bytes[found + k] == key[k] { k += 1 }
-            guard k == key.count else {
-                start = found + 1
-                continue
-            }
-            var i = found + k
+    /// The decimal number right after the last occurrence of `key`. The payload is the last object of a Firebase
+    /// push and the whole last element of a RESP message, so searching from the end costs the payload's few dozen
+    /// bytes for either server, not the length of the Firebase envelope in front of it.
+    private static func number(after key: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard bytes.count > key.count, let lastByte = key.last else { return nil }
+        var keyEnd = bytes.count - 1
+        while keyEnd >= key.count - 1 {
+            defer { keyEnd -= 1 }
+            guard bytes[keyEnd] == lastByte else { continue }
+            let keyStart = keyEnd - (key.count - 1)
+            var k = 0
+            while k < key.count - 1 && bytes[keyStart + k] == key[k] { k += 1 }
+            guard k == key.count - 1 else { continue }
+            var i = keyEnd + 1
             var value: UInt64 = 0
             var digits = 0
             while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39, digits < 19 {
@@ -49,7 +48,7 @@ enum FanoutPayload {
                 i += 1
                 digits += 1
             }
-            return digits > 0 ? (value, i) : nil
+            return digits > 0 ? value : nil
         }
         return nil
     }
