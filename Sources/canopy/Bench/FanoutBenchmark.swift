@@ -6,9 +6,9 @@
 // a bounded window of writes in flight (a write is done when every expected subscriber has it) and stamps each
 // payload with monotonic nanoseconds; subscribers run in this process, servers in child processes.
 //
-// On a small shared machine one round can run 15% faster or slower than the next for either server, so each
-// scenario runs `--rounds` Canopy/Redis pairs back to back, alternating; the table shows each side's median round
-// and the ratio is the median of the pairs' ratios.
+// On a small shared machine one round can run 20% faster or slower than the next for either server, so each
+// scenario runs `--rounds` (default 5) Canopy/Redis pairs back to back, which server goes first alternating from
+// pair to pair; the table shows each side's median round and the ratio is the median of the pairs' ratios.
 
 import CanopyCore
 import CanopyNet
@@ -24,7 +24,7 @@ struct FanoutBenchmark {
     var subscriberCounts = [100, 1_000, 10_000]
     var writes: Int?
     /// Canopy/Redis round pairs per scenario and subscriber count.
-    var rounds = 3
+    var rounds = 5
     var url: String?
     var token: String?
     var redis = true
@@ -100,10 +100,14 @@ struct FanoutBenchmark {
                 var canopyRuns: [FanoutResult] = []
                 var redisRuns: [FanoutResult] = []
                 var pairRatios: [Double] = []
-                for _ in 0..<rounds {
+                for round in 0..<rounds {
+                    // Whichever server runs second in a pair meets a warmer (or busier) machine: take turns.
+                    var other: FanoutResult?
+                    if redis && round % 2 == 1 { other = try redisRound(subscribers: n, writes: writes, spread: spread) }
                     let canopy = try canopyRound(subscribers: n, writes: writes, spread: spread)
                     canopyRuns.append(canopy)
-                    if redis, let other = try redisRound(subscribers: n, writes: writes, spread: spread) {
+                    if redis && round % 2 == 0 { other = try redisRound(subscribers: n, writes: writes, spread: spread) }
+                    if let other {
                         redisRuns.append(other)
                         if other.eventsPerSecond > 0 { pairRatios.append(canopy.eventsPerSecond / other.eventsPerSecond) }
                     }

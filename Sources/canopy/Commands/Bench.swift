@@ -18,8 +18,8 @@ struct BenchCommand: Command {
         canopy bench rules [--iterations <n>]
         canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--rounds <k>] [--scenario a|b]
                             [--sync full|normal] [--url <url> --token <token>] [--no-redis]
-          Each scenario runs <k> (default 3) Canopy/Redis round pairs back to back; the table shows each side's
-          median round and the ratio is the median of the pairs' ratios.
+          Each scenario runs <k> (default 5) Canopy/Redis round pairs back to back, taking turns at going
+          first; the table shows each side's median round and the ratio is the median of the pairs' ratios.
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>]
         """
