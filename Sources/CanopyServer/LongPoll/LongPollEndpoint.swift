@@ -180,10 +180,5 @@ final class LongPollEndpoint {
     }
 
     /// 32 random letters and digits from the system's cryptographic generator.
-    private static func randomToken() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
-        var generator = SystemRandomNumberGenerator()
-        return String(
-            decoding: (0..<32).map { _ in alphabet.randomElement(using: &generator)! }, as: UTF8.self)
-    }
+    private static func randomToken() -> String { RandomToken.alphanumeric(32) }
 }

@@ -489,8 +489,5 @@ final class WireSession {
         send(WireMessages(texts: [message]))
     }
 
-    private static func sessionID() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        return String((0..<32).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
-    }
+    private static func sessionID() -> String { RandomToken.alphanumeric(32) }
 }
