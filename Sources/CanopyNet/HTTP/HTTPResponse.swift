@@ -3,7 +3,7 @@
 /// A complete response: status, header fields and body.
 ///
 /// The server writes `Content-Length` (except for 1xx/204/304) and `Connection` itself; fields with
-/// those names, and `Transfer-Encoding`, are dropped from ``headers``.
+/// those names, and `Transfer-Encoding`, are dropped from ``headers``. It adds `Date` unless ``headers`` has one.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
@@ -57,10 +57,13 @@ enum HTTPResponseWriter {
     private static let framingFields = ["content-length", "connection", "transfer-encoding"]
 
     /// Serializes a complete response.
-    static func bytes(for response: HTTPResponse, persistence: Persistence) -> [UInt8] {
+    /// - Parameter date: the `Date` field's value (the current second by default); nil leaves it out.
+    static func bytes(for response: HTTPResponse, persistence: Persistence, date: [UInt8]? = HTTPDate.now())
+        -> [UInt8]
+    {
         var out: [UInt8] = []
         out.reserveCapacity(128 + response.body.count)
-        appendHead(status: response.status, headers: response.headers, to: &out)
+        appendHead(status: response.status, headers: response.headers, date: date, to: &out)
         let bodiless = response.status < 200 || response.status == 204 || response.status == 304
         if !bodiless {
             appendField("Content-Length", String(response.body.count), to: &out)
@@ -72,9 +75,9 @@ enum HTTPResponseWriter {
     }
 
     /// Serializes the head of a close-delimited stream (no length; `Connection: close`).
-    static func streamHead(status: Int, headers: [(String, String)]) -> [UInt8] {
+    static func streamHead(status: Int, headers: [(String, String)], date: [UInt8]? = HTTPDate.now()) -> [UInt8] {
         var out: [UInt8] = []
-        appendHead(status: status, headers: headers, to: &out)
+        appendHead(status: status, headers: headers, date: date, to: &out)
         appendConnection(.close, to: &out)
         out.append(contentsOf: crlf)
         return out
@@ -84,12 +87,21 @@ enum HTTPResponseWriter {
 
     private static let crlf: [UInt8] = [0x0D, 0x0A]
 
-    private static func appendHead(status: Int, headers: [(String, String)], to out: inout [UInt8]) {
+    private static func appendHead(
+        status: Int, headers: [(String, String)], date: [UInt8]?, to out: inout [UInt8]
+    ) {
         out.append(contentsOf: "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n".utf8)
+        var hasDate = false
         for (name, value) in headers {
             let lowered = String(decoding: name.utf8.map(HTTPHeaders.lowercasedASCII), as: UTF8.self)
             if framingFields.contains(lowered) { continue }
+            hasDate = hasDate || lowered == "date"
             appendField(name, value, to: &out)
+        }
+        if let date, !hasDate {
+            out.append(contentsOf: "Date: ".utf8)
+            out.append(contentsOf: date)
+            out.append(contentsOf: crlf)
         }
     }
 

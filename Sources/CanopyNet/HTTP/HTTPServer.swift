@@ -151,8 +151,9 @@ public final class HTTPServer {
         }
     }
 
+    // Built once, so without a `Date` (optional for 5xx answers; a frozen one would be wrong).
     private static let refusal = HTTPResponseWriter.bytes(
-        for: .error(status: 503, message: "Too many connections"), persistence: .close)
+        for: .error(status: 503, message: "Too many connections"), persistence: .close, date: nil)
 
     /// Best-effort 503 to a connection over the limit, then close.
     private func refuse(_ fd: Int32) {
