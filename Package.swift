@@ -56,16 +56,24 @@ let package = Package(
             swiftSettings: settings
         ),
 
+        // Test support shared by the client and integration tests (not part of any product).
+        .target(
+            name: "CanopyTestSupport", dependencies: ["CanopyClient"], path: "Tests/CanopyTestSupport",
+            swiftSettings: settings),
+
         tests("CanopyCoreTests", ["CanopyCore"]),
         tests("CanopyNetTests", ["CanopyNet"]),
         tests("CanopyStoreTests", ["CanopyStore"]),
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
-        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CanopyPublish", "CSQLite"]),
+        tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CanopyPublish", "CSQLite", "CanopyTestSupport"]),
         tests(
             "CanopyIntegrationTests",
-            ["CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient"]
+            [
+                "CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient",
+                "CanopyTestSupport",
+            ]
         ),
     ]
 )

@@ -1,36 +1,12 @@
 // FeedStreamTests -- PersonalizedContentFeed against a scripted server: locations, first value, bursts, refusal.
 
 import CanopyCore
+import CanopyTestSupport
 import Foundation
 import Synchronization
 import Testing
 
 @testable import CanopyClient
-
-/// Records every feed a PersonalizedContentFeed yields (and how its stream ended).
-final class FeedLog: Sendable {
-    private let feeds = Mutex<[[FeedItem]]>([])
-    private let failure = Mutex<(any Error)?>(nil)
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
-    init(_ feed: PersonalizedContentFeed) {
-        let stream = feed.values
-        task.withLock {
-            $0 = Task { [self] in
-                do {
-                    for try await items in stream { feeds.withLock { $0.append(items) } }
-                } catch {
-                    failure.withLock { $0 = error }
-                }
-            }
-        }
-    }
-
-    var all: [[FeedItem]] { feeds.withLock { $0 } }
-    var keys: [[String]] { all.map { $0.map(\.key) } }
-    var error: (any Error)? { failure.withLock { $0 } }
-    func cancel() { task.withLock { $0?.cancel() } }
-}
 
 @Suite struct FeedStreamTests {
     static let user = "/private/adminable/users/u1/content"
@@ -55,7 +31,7 @@ final class FeedLog: Sendable {
 
     @Test func listensToUserTierPublicAndGroupLocations() async throws {
         let (db, connection, feed) = try await connectedFeed()
-        let log = FeedLog(feed)
+        let log = FeedRecorder(feed)
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         let paths = Set(connection.requests.filter { $0["a"] == "q" }.compactMap { $0["b"]?["p"]?.stringValue })
         #expect(paths == [Self.user, Self.tier, Self.publicContent, Self.group])
@@ -65,7 +41,7 @@ final class FeedLog: Sendable {
 
     @Test func theFirstFeedWaitsForEveryLocation() async throws {
         let (db, connection, feed) = try await connectedFeed()
-        let log = FeedLog(feed)
+        let log = FeedRecorder(feed)
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         answer(connection, Self.user, ["a": ["order": 2, "title": "for u1"]])
         answer(connection, Self.tier, nil)
@@ -84,7 +60,7 @@ final class FeedLog: Sendable {
 
     @Test func eventsDeliveredTogetherGiveOneUpdate() async throws {
         let (db, connection, feed) = try await connectedFeed()
-        let log = FeedLog(feed)
+        let log = FeedRecorder(feed)
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         for path in [Self.user, Self.tier, Self.publicContent, Self.group] { answer(connection, path, nil) }
         #expect(await poll { log.all.count == 1 })
@@ -107,7 +83,7 @@ final class FeedLog: Sendable {
 
     @Test func aRefusedLocationEndsTheFeedWithTheError() async throws {
         let (db, connection, feed) = try await connectedFeed()
-        let log = FeedLog(feed)
+        let log = FeedRecorder(feed)
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         connection.replyTo("q", path: Self.group, "permission_denied")
         #expect(await poll { log.error != nil })
@@ -118,7 +94,7 @@ final class FeedLog: Sendable {
 
     @Test func closingTheDatabaseEndsTheFeed() async throws {
         let (db, connection, feed) = try await connectedFeed()
-        let log = FeedLog(feed)
+        let log = FeedRecorder(feed)
         #expect(await poll { connection.actions.filter { $0 == "q" }.count == 4 })
         await db.close()
         await #expect(throws: ClientError.closed) { try await feed.currentItems() }

@@ -76,27 +76,3 @@ enum DemoEvent {
     }
 }
 
-/// Records every feed a PersonalizedContentFeed yields.
-final class FeedRecorder: Sendable {
-    private let feeds = Mutex<[[FeedItem]]>([])
-    private let failure = Mutex<(any Error)?>(nil)
-    private let task = Mutex<Task<Void, Never>?>(nil)
-
-    init(_ feed: PersonalizedContentFeed) {
-        let stream = feed.values
-        task.withLock {
-            $0 = Task { [self] in
-                do {
-                    for try await items in stream { feeds.withLock { $0.append(items) } }
-                } catch {
-                    failure.withLock { $0 = error }
-                }
-            }
-        }
-    }
-
-    var keys: [[String]] { feeds.withLock { $0 }.map { $0.map(\.key) } }
-    var last: [FeedItem]? { feeds.withLock { $0.last } }
-    var error: (any Error)? { failure.withLock { $0 } }
-    func cancel() { task.withLock { $0?.cancel() } }
-}

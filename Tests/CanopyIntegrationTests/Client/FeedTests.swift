@@ -5,6 +5,7 @@ import CanopyClient
 import CanopyCore
 import CanopyPublish
 import CanopyServer
+import CanopyTestSupport
 import Foundation
 import Testing
 
