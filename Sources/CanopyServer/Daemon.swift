@@ -40,6 +40,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
         limits.maxConnections = configuration.maxConnections
+        limits.outputHardLimitBytes = configuration.maxOutputBacklogBytes
         let server = try HTTPServer(
             loop: loop, host: configuration.host, port: configuration.port, limits: limits,
             handler: RESTHandler(context: context))

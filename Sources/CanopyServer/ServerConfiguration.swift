@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var maxBodyBytes = 256 * 1024 * 1024
     /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
     public var maxConnections = 10_000
+    /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.
+    public var maxOutputBacklogBytes = 32 * 1024 * 1024
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
 

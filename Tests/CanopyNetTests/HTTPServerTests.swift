@@ -294,5 +294,8 @@ import Testing
         #expect(eventually { closed.value == 1 })
         let remaining: Int = server.onLoop { [server] in server.server.connectionCount }
         #expect(remaining == 0)
+        // Counted (and logged with the running total).
+        let dropped: Int = server.onLoop { [server] in server.server.slowConsumersDisconnected }
+        #expect(dropped == 1)
     }
 }

@@ -322,7 +322,15 @@ final class HTTPConnection {
             outputOffset = 0
         }
         if (isStreaming || webSocket != nil) && streamingBacklog > limits.outputHardLimitBytes {
-            server?.logger.warning("conn.output_limit", ["conn": "\(id)", "peer": remoteAddress])
+            if let server {
+                server.slowConsumersDisconnected += 1
+                server.logger.warning(
+                    "conn.output_limit",
+                    [
+                        "conn": "\(id)", "peer": remoteAddress, "backlog": "\(streamingBacklog)",
+                        "total": "\(server.slowConsumersDisconnected)",
+                    ])
+            }
             close()
             return
         }

@@ -59,6 +59,8 @@ public final class HTTPServer {
 
     /// Open connections, for metrics and tests.
     public var connectionCount: Int { connections.count }
+    /// Streams and WebSockets closed so far because their peer stopped reading (output over the hard limit).
+    public internal(set) var slowConsumersDisconnected = 0
 
     /// Starts accepting connections.
     /// - Throws: ``NetError`` if the listening socket cannot be registered.

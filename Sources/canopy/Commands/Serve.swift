@@ -10,7 +10,8 @@ struct Serve: Command {
     static let usage = """
         canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
                      [--public-keys <pem-or-jwks-file>]... [--emulator] [--sync full|normal]
-                     [--demo] [--max-connections <n>] [--log-level <level>] [--log-format logfmt|json]
+                     [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
+                     [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -21,6 +22,8 @@ struct Serve: Command {
           --sync         SQLite synchronous mode: full (default; survives power loss) or normal
           --max-connections  simultaneous connections before new ones get 503 (default 10000); the open-file
                          limit is raised to fit when the system allows
+          --max-output-backlog  unsent output (MiB) a subscriber's stream or socket may hold before it is
+                         closed as a slow consumer, which is logged with a running total (default 32)
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
         """
@@ -41,6 +44,8 @@ struct Serve: Command {
             case "--demo": demo = true
             case "--max-connections":
                 configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
+            case "--max-output-backlog":
+                configuration.maxOutputBacklogBytes = try arguments.int(for: option, in: 1...4_096) << 20
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
