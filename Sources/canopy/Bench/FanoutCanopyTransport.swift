@@ -106,20 +106,14 @@ final class FanoutCanopyTransport: FanoutTransport {
 
     private static func scanReply(_ bytes: UnsafeBufferPointer<UInt8>) -> (Int64, String)? {
         guard bytes.count > replyHead.count, bytes.starts(with: replyHead) else { return nil }
-        var index = replyHead.count
-        var r: Int64 = 0
-        var digits = 0
-        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39, digits < 18 {
-            r = r * 10 + Int64(bytes[index] - 0x30)
-            index += 1
-            digits += 1
-        }
-        guard digits > 0, index < bytes.count, bytes[index] == UInt8(ascii: ",") else { return nil }
+        guard let (r, index) = FanoutPayload.decimal(in: bytes, from: replyHead.count), index < bytes.count,
+            bytes[index] == UInt8(ascii: ",")
+        else { return nil }
         let rest = UnsafeBufferPointer(rebasing: bytes[index...])
         guard let keyStart = rest.firstRange(of: statusKey)?.upperBound else { return nil }
         guard let end = rest[keyStart...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
         let status = rest[keyStart..<end]
         guard !status.contains(UInt8(ascii: "\\")) else { return nil }
-        return (r, String(decoding: status, as: UTF8.self))
+        return (Int64(r), String(decoding: status, as: UTF8.self))
     }
 }

@@ -40,17 +40,20 @@ enum FanoutPayload {
             var k = 0
             while k < key.count - 1 && bytes[keyStart + k] == key[k] { k += 1 }
             guard k == key.count - 1 else { continue }
-            var i = keyEnd + 1
-            var value: UInt64 = 0
-            var digits = 0
-            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39, digits < 19 {
-                value = value * 10 + UInt64(bytes[i] - 0x30)
-                i += 1
-                digits += 1
-            }
-            return digits > 0 ? value : nil
+            return decimal(in: bytes, from: keyEnd + 1)?.value
         }
         return nil
+    }
+
+    /// The unsigned decimal (at most 18 digits) starting at `from`, and the index after it; nil without a digit.
+    static func decimal(in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> (value: UInt64, end: Int)? {
+        var i = from
+        var value: UInt64 = 0
+        while i < bytes.count, i - from < 18, bytes[i] >= 0x30, bytes[i] <= 0x39 {
+            value = value * 10 + UInt64(bytes[i] - 0x30)
+            i += 1
+        }
+        return i > from ? (value, i) : nil
     }
 }
 
