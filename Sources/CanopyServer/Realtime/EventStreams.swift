@@ -15,9 +15,9 @@ enum ListenUpdate {
     /// `value` is now at `path` (wire `d`, SSE `put`).
     case set(path: Path, value: Node)
     /// An update at `path`, at or below the listened location: the new value of each updated child, by path
-    /// relative to `path` (wire `m`; a removed child is null), and the new values of the immediate children those
-    /// paths fall in (SSE `patch`, whose keys are immediate children: `{"a/b": 1}` streams as `{"a": {…}}`).
-    case merge(path: Path, children: [(path: Path, value: Node)], immediate: [(key: String, value: Node)])
+    /// relative to `path` (wire `m`; a removed child is null), and the new node at `path` (SSE `patch` names
+    /// immediate children: `{"a/b": 1}` streams as `{"a": {…}}`, read from `node`).
+    case merge(path: Path, children: [(path: Path, value: Node)], node: Node)
 }
 
 /// Listeners sharing one (namespace, location, query): each change is computed and serialized once for all of
@@ -59,27 +59,14 @@ final class ListenGroup {
         }
         if let base = mergeBase, path.isAncestorOrSelf(of: base), !changedPaths.contains(where: \.isPriorityPath) {
             var children: [(path: Path, value: Node)] = []
-            var immediate: [(key: String, value: Node)] = []
-            var deep = false
             for changed in changedPaths {
                 let below = changed.segments[path.segments.count...]
                 let value = new.node(at: below)
                 if value === old.node(at: below) { continue }
-                let relative = Array(changed.segments[base.segments.count...])
-                children.append((Path(segments: relative), value))
-                deep = deep || relative.count > 1
-                immediate.append((relative[0], value))
+                children.append((Path(segments: Array(changed.segments[base.segments.count...])), value))
             }
             if children.isEmpty { return [] }
-            if deep {
-                // Updated paths share immediate children: stream each of those once, whole.
-                let baseNode = new.node(at: base.segments[path.segments.count...])
-                var seen = Set<String>()
-                immediate = immediate.compactMap { entry in
-                    seen.insert(entry.key).inserted ? (entry.key, baseNode.child(entry.key)) : nil
-                }
-            }
-            return [.merge(path: base, children: children, immediate: immediate)]
+            return [.merge(path: base, children: children, node: new.node(at: base.segments[path.segments.count...]))]
         }
         var out: [ListenUpdate] = []
         var previous: Path?
@@ -108,9 +95,14 @@ final class ListenGroup {
             case .set(let at, let value):
                 let relative = at.relative(to: path) ?? .root
                 out += EventStream.format("put", ["path": .string(relative.description), "data": value.json()])
-            case .merge(let at, _, let immediate):
+            case .merge(let at, let children, let node):
                 let relative = at.relative(to: path) ?? .root
-                let data = JSONValue.object(immediate.map { JSONMember($0.key, $0.value.json()) })
+                // Each immediate child once, whole: updated paths may share one (`a/b` and `a/c`).
+                var seen = Set<String>()
+                let keys = children.compactMap { child in
+                    seen.insert(child.path.segments[0]).inserted ? child.path.segments[0] : nil
+                }
+                let data = JSONValue.object(keys.map { JSONMember($0, node.child($0).json()) })
                 out += EventStream.format("patch", ["path": .string(relative.description), "data": data])
             }
         }
