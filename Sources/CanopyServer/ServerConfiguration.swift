@@ -1,6 +1,7 @@
 // ServerConfiguration -- everything `canopy serve` can be told.
 
 import CanopyCore
+import CanopyNet
 
 /// Options of one daemon instance.
 public struct ServerConfiguration: Sendable {
@@ -23,7 +24,7 @@ public struct ServerConfiguration: Sendable {
     /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
     public var maxConnections = 10_000
     /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.
-    public var maxOutputBacklogBytes = 32 * 1024 * 1024
+    public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
 

@@ -45,19 +45,22 @@ final class ListenGroup {
         return query.map { $0.window(of: node) } ?? node
     }
 
-    /// The updates this group's listeners must receive for one committed operation, in order; empty when nothing
-    /// they see changed. `mergeBase` is the location of an update (see `CommittedOperation`): a default listen at
-    /// or above it gets one merge of the updated children that changed, like Firebase's `m`; below it (where only
-    /// some of the children matter) and for every other write, absolute-path overwrites.
-    func updates(before: Node, after: Node, changedPaths: [Path], mergeBase: Path? = nil) -> [ListenUpdate] {
+    /// The updates this group's listeners must receive for `operation` (applied to `before`), restricted to
+    /// `changedPaths` (those of its paths that overlap this group), in order; empty when nothing they see changed.
+    /// For an update (`operation.mergeBase`), a default listen at or above its location gets one merge of the
+    /// updated children that changed, like Firebase's `m`; below it (where only some of the children matter) and
+    /// for every other write, absolute-path overwrites.
+    func updates(of operation: CommittedOperation, before: Node, changedPaths: [Path]) -> [ListenUpdate] {
         let old = before.node(at: path)
-        let new = after.node(at: path)
+        let new = operation.root.node(at: path)
         if old === new { return [] }
         if let query {
             let newWindow = query.window(of: new)
             return query.window(of: old) == newWindow ? [] : [.set(path: path, value: newWindow)]
         }
-        if let base = mergeBase, path.isAncestorOrSelf(of: base), !changedPaths.contains(where: \.isPriorityPath) {
+        if let base = operation.mergeBase, path.isAncestorOrSelf(of: base),
+            !changedPaths.contains(where: \.isPriorityPath)
+        {
             var children: [(path: Path, value: Node)] = []
             for changed in changedPaths {
                 let below = changed.segments[path.segments.count...]

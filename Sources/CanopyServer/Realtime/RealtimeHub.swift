@@ -196,11 +196,7 @@ final class RealtimeHub: RealtimeService {
             if operation.paths.count == 1 {
                 // One path (every `p`, single-child merges): each overlapping group gets exactly that path.
                 for group in tree.groups(overlapping: operation.paths[0]) {
-                    collect(
-                        group.updates(
-                            before: previous, after: operation.root, changedPaths: operation.paths,
-                            mergeBase: operation.mergeBase),
-                        for: group)
+                    collect(group.updates(of: operation, before: previous, changedPaths: operation.paths), for: group)
                 }
                 continue
             }
@@ -215,10 +211,7 @@ final class RealtimeHub: RealtimeService {
             }
             for group in groupOrder {
                 let paths = pathsByGroup[ObjectIdentifier(group)]!
-                collect(
-                    group.updates(
-                        before: previous, after: operation.root, changedPaths: paths, mergeBase: operation.mergeBase),
-                    for: group)
+                collect(group.updates(of: operation, before: previous, changedPaths: paths), for: group)
             }
         }
         for group in order {
