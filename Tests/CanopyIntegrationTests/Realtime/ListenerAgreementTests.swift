@@ -81,10 +81,10 @@ import Testing
     }
 
     /// What a fresh socket's listen first receives (the value at the path, or the query window).
-    private func freshValue(of listen: Listen, port: Int, admin: String) throws -> Node {
-        let client = try WireTestClient(port: port, namespace: "agree")
-        _ = client.waitFor { $0["t"] == "c" }
-        #expect(client.reply(client.request("gauth", ["cred": .string(admin)]))?["d"]?["b"]?["s"] == "ok")
+    private func freshValue(of listen: Listen, server: InProcessServer) throws -> Node {
+        let protocolTests = WireProtocolTests()
+        let client = try protocolTests.connect(server, "agree")
+        try protocolTests.authAsAdmin(client, server)
         let r = client.request("q", listenBody(listen))
         let data = try #require(client.push("d", path: listen.path))
         #expect(client.reply(r)?["d"]?["b"]?["s"] == "ok")
@@ -94,14 +94,8 @@ import Testing
     @Test(arguments: [UInt64(11), 12, 13])
     func randomWritesLeaveEveryListenerWhereAFreshListenStarts(seed: UInt64) throws {
         try withServer { server in
-            let writer = try WireTestClient(port: server.port, namespace: "agree")
-            let listener = try WireTestClient(port: server.port, namespace: "agree")
-            for client in [writer, listener] {
-                _ = client.waitFor { $0["t"] == "c" }
-                let auth = client.request("gauth", ["cred": .string(server.admin)])
-                #expect(client.reply(auth)?["d"]?["b"]?["s"] == "ok")
-            }
-            // Start from an empty /root (the namespace is shared by the seeds).
+            let (writer, listener) = try WireProtocolTests().connectAdmins(server, "agree")
+            // Start from an empty /root.
             #expect(writer.reply(writer.request("p", ["p": "/root", "d": .null]))?["d"]?["b"]?["s"] == "ok")
             for listen in Self.listens {
                 #expect(listener.reply(listener.request("q", listenBody(listen)))?["d"]?["b"]?["s"] == "ok")
@@ -140,7 +134,7 @@ import Testing
             }
             #expect(pushes > 300)
             for listen in Self.listens {
-                let expected = try freshValue(of: listen, port: server.port, admin: server.admin)
+                let expected = try freshValue(of: listen, server: server)
                 let path = try Path(parsing: listen.path)
                 var seen: Node
                 if let query = listen.query, let tag = listen.tag {
