@@ -88,6 +88,18 @@ public final class Namespace {
         }
     }
 
+    /// The tree as subscribers have been told of it: every batch fanned out so far, nothing later.
+    ///
+    /// A new listener must start from this tree, not from `root` at the moment it asked. The store makes a batch
+    /// visible (and it is fanned out) as soon as it is in the WAL, which can be before an earlier batch's sync
+    /// completes. A listen that waits in `whenDurable` for that earlier batch would otherwise join the group after
+    /// the later batch was pushed, and start from a tree without it: that change would never reach it.
+    public var shownRoot: Node {
+        loop.assertInLoop()
+        let next = (inFlight.lastIndex(where: \.shown) ?? -1) + 1
+        return next < inFlight.count ? inFlight[next].before : (openBefore ?? root)
+    }
+
     /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
     public func flush() {
         guard !openMutations.isEmpty else { return }

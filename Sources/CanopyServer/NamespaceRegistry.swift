@@ -45,8 +45,9 @@ public final class NamespaceRegistry {
         if let existing = open[name] { return existing }
         let file = try directory.storePath(for: name)
         if !create && !fileExists(file) { return nil }
-        let store = try NamespaceStore(
-            path: file, options: StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal))
+        var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
+        options.beforeSync = configuration.beforeWALSync
+        let store = try NamespaceStore(path: file, options: options)
         let namespace = try Namespace(name: name, store: store, loop: loop, policy: defaultRules.policy)
         namespace.rulesSource = defaultRules.source
         if let saved = try? readTextFile(rulesFile(for: name)),

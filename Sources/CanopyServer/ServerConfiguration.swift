@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
+    /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
+    package var beforeWALSync: (@Sendable () -> Void)? = nil
 
     public init() {}
 }

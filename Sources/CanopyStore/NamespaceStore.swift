@@ -61,7 +61,9 @@ public final class NamespaceStore: Sendable {
             queue.revision.store(writer.revision, ordering: .releasing)
             let syncer =
                 writer.syncsAfterCommit
-                ? WALSyncer(databasePath: path) { id in queue.syncerThreadID.store(id, ordering: .releasing) } : nil
+                ? WALSyncer(databasePath: path, beforeSync: options.beforeSync) { id in
+                    queue.syncerThreadID.store(id, ordering: .releasing)
+                } : nil
             opened.withLock { $0 = .success(writer.revision) }
             ready.signal()
             Self.runWriter(writer, syncer: syncer, queue: queue, options: options)

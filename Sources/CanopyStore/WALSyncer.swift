@@ -26,17 +26,23 @@ final class WALSyncer: Sendable {
     private let descriptor: Int32
     private let path: String
     private let batches = HandoffQueue<Batch>()
+    private let beforeSync: (@Sendable () -> Void)?
     private let finished = DispatchSemaphore(value: 0)
 
     /// Opens the WAL of the database at `databasePath` and starts the thread; nil when the WAL cannot be opened
     /// (the writer then syncs through SQLite itself, on its own thread).
-    /// - Parameter started: called on the new thread with its `pthread_t`, before any completion runs there.
-    init?(databasePath: String, started: @escaping @Sendable (UInt) -> Void) {
+    /// - Parameters:
+    ///   - beforeSync: a test hook, called on the thread before each sync.
+    ///   - started: called on the new thread with its `pthread_t`, before any completion runs there.
+    init?(
+        databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, started: @escaping @Sendable (UInt) -> Void
+    ) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
         path = wal
+        self.beforeSync = beforeSync
         let thread = Thread { [self] in
             started(UInt(pthread_self()))
             run()
@@ -62,6 +68,7 @@ final class WALSyncer: Sendable {
     private func run() {
         while let taken = batches.takeAll() {
             var failure: StoreError?
+            beforeSync?()
             while fdatasync(descriptor) != 0 {
                 let code = errno
                 if code == EINTR { continue }

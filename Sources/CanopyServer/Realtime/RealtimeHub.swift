@@ -95,13 +95,13 @@ final class RealtimeHub: RealtimeService {
             guard let self, let subscriber else { return }
             self.remove(subscriber)
         }
-        let snapshot = namespace.root
+        // As for a wire listen: once earlier writes are durable, start from the tree listeners were last told of.
         namespace.whenDurable { [weak self] _ in
             guard let self, !http.isClosed else { return }
             let group = self.group(namespace: namespace, path: request.path, query: query)
             subscriber.group = group
             group.sse.append(subscriber)
-            http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: snapshot).json()]))
+            http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: namespace.shownRoot).json()]))
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {

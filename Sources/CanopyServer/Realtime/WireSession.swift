@@ -225,7 +225,8 @@ final class WireSession {
         }
         let key = Self.listenKey(path, tag)
         let clientHash = body["h"]?.stringValue
-        let snapshot = namespace.root
+        // Sent once everything written before this request is durable, from the tree the group's listeners were
+        // last told of (later batches may have been fanned out meanwhile; see `Namespace.shownRoot`).
         namespace.whenDurable { [weak self] _ in
             guard let self, !self.closed else { return }
             self.drop(key)
@@ -233,7 +234,7 @@ final class WireSession {
             let listen = WireListen(session: self, tag: tag, group: group)
             group.wire.append(listen)
             self.listens[key] = listen
-            let value = group.currentValue(in: snapshot)
+            let value = group.currentValue(in: self.namespace.shownRoot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
                 self.push(WireMessages.dataMessagePrefixes([.set(path: path, value: value)]), tag: tag)
             }
