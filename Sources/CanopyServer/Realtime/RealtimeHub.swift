@@ -98,6 +98,12 @@ final class RealtimeHub: RealtimeService {
         // As for a wire listen: once earlier writes are durable, start from the tree listeners were last told of.
         namespace.whenDurable { [weak self] _ in
             guard let self, !http.isClosed else { return }
+            // The rules may have changed meanwhile (a stream's identity is fixed).
+            guard self.allowed(request.identity, read: request.path, query: query, in: namespace) else {
+                http.send(EventStream.format("cancel", "Permission denied"))
+                self.close(subscriber)
+                return
+            }
             let group = self.group(namespace: namespace, path: request.path, query: query)
             subscriber.group = group
             group.sse.append(subscriber)

@@ -229,6 +229,12 @@ final class WireSession {
         // last told of (later batches may have been fanned out meanwhile; see `Namespace.shownRoot`).
         namespace.whenDurable { [weak self] _ in
             guard let self, !self.closed else { return }
+            // Checked again: the auth (`unauth`, a new token, expiry) or the rules may have changed meanwhile, and
+            // `recheckListens` only sees listens that have joined.
+            guard self.hub.allowed(self.identity, read: path, query: query, in: self.namespace) else {
+                self.reply(r, "permission_denied", "Permission denied")
+                return
+            }
             self.drop(key)
             let group = self.hub.group(namespace: self.namespace, path: path, query: query)
             let listen = WireListen(session: self, tag: tag, group: group)
@@ -245,8 +251,13 @@ final class WireSession {
 
     private func unlisten(_ r: Int64?, _ body: JSONValue) {
         guard let path = parsePath(body["p"], r) else { return }
-        drop(Self.listenKey(path, body["t"]?.int64Value))
-        reply(r, "ok", "")
+        let key = Self.listenKey(path, body["t"]?.int64Value)
+        // After the listens sent before it have joined (they wait for durability too), so it cannot miss one.
+        namespace.whenDurable { [weak self] _ in
+            guard let self, !self.closed else { return }
+            self.drop(key)
+            self.reply(r, "ok", "")
+        }
     }
 
     private func drop(_ key: String) {
