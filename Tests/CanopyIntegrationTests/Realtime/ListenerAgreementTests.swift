@@ -1,5 +1,6 @@
 // ListenerAgreementTests -- random writes from one socket; every listener of another socket, plain or query, must
-// end at exactly what a fresh listen returns (differential check of the fan-out's `d`/`m` pushes).
+// end at exactly what a fresh listen returns (differential check of the fan-out's `d`/`m` pushes). A third socket
+// joins halfway through, while writes are in flight, and must agree too.
 
 import CanopyCore
 import Foundation
@@ -101,6 +102,8 @@ import Testing
                 #expect(listener.reply(listener.request("q", listenBody(listen)))?["d"]?["b"]?["s"] == "ok")
             }
             #expect(listener.reply(listener.request("q", ["p": "/sentinel", "h": ""]))?["d"]?["b"]?["s"] == "ok")
+            let late = try WireProtocolTests().connect(server, "agree")
+            try WireProtocolTests().authAsAdmin(late, server)
 
             var rng = SplitMix64(seed: seed)
             var last: Int64 = 0
@@ -115,39 +118,54 @@ import Testing
                 }
                 // Mostly pipelined (many operations per group commit); every 30th write waits (batches of one).
                 if i % 30 == 14 { #expect(writer.reply(last)?["d"]?["b"]?["s"] == "ok") }
+                // The late socket's listens join while earlier writes are still being committed and synced.
+                if i == 150 {
+                    for listen in Self.listens + [Listen(path: "/sentinel", query: nil, tag: nil)] {
+                        late.request("q", listenBody(listen))
+                    }
+                }
             }
             #expect(writer.reply(last)?["d"]?["b"]?["s"] == "ok")
             // Pushes to one socket keep commit order: once the sentinel arrives, every earlier push has.
             let end = writer.request("p", ["p": "/sentinel", "d": .int(Int64(seed))])
             #expect(writer.reply(end)?["d"]?["b"]?["s"] == "ok")
-            let sentinel = listener.waitFor { message in
-                message["d"]?["b"]?["p"] == "/sentinel" && message["d"]?["b"]?["d"] == .int(Int64(seed))
+            var views: [(name: String, views: [String: Node])] = []
+            for (name, socket) in [("listener", listener), ("late", late)] {
+                let sentinel = socket.waitFor { message in
+                    message["d"]?["b"]?["p"] == "/sentinel" && message["d"]?["b"]?["d"] == .int(Int64(seed))
+                }
+                #expect(sentinel != nil, "\(name)")
+                var built: [String: Node] = [:]
+                var pushes = 0
+                for message in socket.all where message["d"]?["a"] == "d" || message["d"]?["a"] == "m" {
+                    if message["d"]?["b"]?["p"]?.stringValue?.hasPrefix("/sentinel") == true { continue }
+                    try apply(message, to: &built)
+                    pushes += 1
+                }
+                #expect(pushes > (name == "late" ? 100 : 300), "\(name)")
+                views.append((name, built))
             }
-            #expect(sentinel != nil)
-
-            var views: [String: Node] = [:]
-            var pushes = 0
-            for message in listener.all where message["d"]?["a"] == "d" || message["d"]?["a"] == "m" {
-                if message["d"]?["b"]?["p"]?.stringValue?.hasPrefix("/sentinel") == true { continue }
-                try apply(message, to: &views)
-                pushes += 1
-            }
-            #expect(pushes > 300)
             for listen in Self.listens {
                 let expected = try freshValue(of: listen, server: server)
-                let path = try Path(parsing: listen.path)
-                var seen: Node
-                if let query = listen.query, let tag = listen.tag {
-                    // A query view holds what the server pushed for it; the window of that is what the client shows.
-                    seen = (views["tag \(tag)"] ?? .empty).node(at: path)
-                    seen = try QuerySpec.fromWire(query).window(of: seen)
-                } else {
-                    seen = (views["plain"] ?? .empty).node(at: path)
+                for (name, views) in views {
+                    try expectAgreement(listen, views, expected, name)
                 }
-                #expect(
-                    seen.json(export: true) == expected.json(export: true),
-                    "listen \(listen.path) \(listen.query.map { $0.serialized() } ?? "")")
             }
         }
+    }
+
+    private func expectAgreement(_ listen: Listen, _ views: [String: Node], _ expected: Node, _ name: String) throws {
+        let path = try Path(parsing: listen.path)
+        var seen: Node
+        if let query = listen.query, let tag = listen.tag {
+            // A query view holds what the server pushed for it; the window of that is what the client shows.
+            seen = (views["tag \(tag)"] ?? .empty).node(at: path)
+            seen = try QuerySpec.fromWire(query).window(of: seen)
+        } else {
+            seen = (views["plain"] ?? .empty).node(at: path)
+        }
+        #expect(
+            seen.json(export: true) == expected.json(export: true),
+            "\(name): listen \(listen.path) \(listen.query.map { $0.serialized() } ?? "")")
     }
 }
