@@ -28,8 +28,8 @@ final class ListenGroup {
     /// nil for a default listen (the whole subtree); a filtering query otherwise.
     let query: QuerySpec?
     let key: String
-    var sse: [EventStream] = []
-    var wire: [WireListen] = []
+    private(set) var sse = SlotList<EventStream>()
+    private(set) var wire = SlotList<WireListen>()
     var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
 
     init(namespace: Namespace, path: Path, query: QuerySpec?, key: String) {
@@ -38,6 +38,11 @@ final class ListenGroup {
         self.query = query
         self.key = key
     }
+
+    func add(_ listen: WireListen) { wire.add(listen) }
+    func remove(_ listen: WireListen) { wire.remove(listen) }
+    func add(_ subscriber: EventStream) { sse.add(subscriber) }
+    func remove(_ subscriber: EventStream) { sse.remove(subscriber) }
 
     /// The value a new listener starts with.
     func currentValue(in root: Node) -> Node {
@@ -114,12 +119,14 @@ final class ListenGroup {
 }
 
 /// One SSE client. Loop-confined.
-final class EventStream {
+final class EventStream: SlotListMember {
     let stream: HTTPStream
     let identity: Identity
     var keepAlive: TimerHandle?
     var expiry: TimerHandle?
     weak var group: ListenGroup?
+    /// Its index in `group.sse`.
+    var slot = 0
 
     init(stream: HTTPStream, identity: Identity) {
         self.stream = stream

@@ -106,7 +106,7 @@ final class RealtimeHub: RealtimeService {
             }
             let group = self.group(namespace: namespace, path: request.path, query: query)
             subscriber.group = group
-            group.sse.append(subscriber)
+            group.add(subscriber)
             http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: namespace.shownRoot).json()]))
         }
         scheduleKeepAlive(subscriber)
@@ -134,7 +134,7 @@ final class RealtimeHub: RealtimeService {
         subscriber.expiry?.cancel()
         guard let group = subscriber.group else { return }
         subscriber.group = nil
-        group.sse.removeAll { $0 === subscriber }
+        group.remove(subscriber)
         release(group)
     }
 

@@ -16,12 +16,14 @@ import CanopyNet
 /// reference costs a side-table lookup and atomic operations per event). It is safe because a listen leaves its
 /// group, and `isActive` turns false, before its session can go away: `WireSession.drop` does both, and the
 /// session's `deinit` drops whatever listens remain. Readers check `isActive` first.
-final class WireListen {
+final class WireListen: SlotListMember {
     unowned(unsafe) let session: WireSession
     /// False once the listen has left its group; `session` must not be touched then.
     var isActive = true
     let tag: Int64?
     let group: ListenGroup
+    /// Its index in `group.wire`.
+    var slot = 0
     init(session: WireSession, tag: Int64?, group: ListenGroup) {
         self.session = session
         self.tag = tag
@@ -80,7 +82,7 @@ final class WireSession {
         // is not touched here (it may be going away itself); an emptied group is only a little memory.
         for listen in listens.values {
             listen.isActive = false
-            listen.group.wire.removeAll { $0 === listen }
+            listen.group.remove(listen)
         }
     }
 
@@ -238,7 +240,7 @@ final class WireSession {
             self.drop(key)
             let group = self.hub.group(namespace: self.namespace, path: path, query: query)
             let listen = WireListen(session: self, tag: tag, group: group)
-            group.wire.append(listen)
+            group.add(listen)
             self.listens[key] = listen
             let value = group.currentValue(in: self.namespace.shownRoot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
@@ -263,7 +265,7 @@ final class WireSession {
     private func drop(_ key: String) {
         guard let listen = listens.removeValue(forKey: key) else { return }
         listen.isActive = false
-        listen.group.wire.removeAll { $0 === listen }
+        listen.group.remove(listen)
         hub.release(listen.group)
     }
 
