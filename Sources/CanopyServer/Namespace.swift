@@ -25,7 +25,10 @@ public final class Namespace {
     /// only the batch's last one).
     public var onCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
 
-    private let store: NamespaceStore
+    /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
+    /// reads, listens and refused writes of a namespace that holds nothing create no file and no threads.
+    private var store: NamespaceStore?
+    private let openStore: () throws(StoreError) -> NamespaceStore
     private let loop: EventLoop
     private let logger = Logger(label: "canopy.store")
 
@@ -49,12 +52,19 @@ public final class Namespace {
     }
     private var nextBatchID: UInt64 = 0
 
-    init(name: String, store: NamespaceStore, loop: EventLoop, policy: any AccessPolicy) throws {
+    /// - Parameters:
+    ///   - store: the namespace's file when it exists (its tree is loaded from it); nil for a new namespace.
+    ///   - openStore: creates the file of a new namespace, at its first write.
+    init(
+        name: String, store: NamespaceStore?, openStore: @escaping () throws(StoreError) -> NamespaceStore,
+        loop: EventLoop, policy: any AccessPolicy
+    ) throws {
         self.name = name
         self.store = store
+        self.openStore = openStore
         self.loop = loop
         self.policy = policy
-        self.root = try Namespace.load(from: store)
+        self.root = try store.map(Namespace.load(from:)) ?? .empty
     }
 
     /// Replaces the node at each path with the given node and schedules the change for commit.
@@ -102,7 +112,7 @@ public final class Namespace {
 
     /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
     public func flush() {
-        guard !openMutations.isEmpty else { return }
+        guard !openMutations.isEmpty, let store = storeForFlush() else { return }
         let mutations = openMutations
         nextBatchID += 1
         let id = nextBatchID
@@ -130,6 +140,28 @@ public final class Namespace {
         }
     }
 
+    /// The store, created now for a namespace's first batch. When the file cannot be created, the open batch
+    /// fails here (nothing can be in flight before a first batch): its waiters are told and the tree goes back.
+    private func storeForFlush() -> NamespaceStore? {
+        if let store { return store }
+        do {
+            let created = try openStore()
+            store = created
+            logger.info("ns.created", ["ns": name])
+            return created
+        } catch {
+            logger.error("store.create_failed", ["ns": name, "error": error.userMessage])
+            let waiters = openWaiters
+            root = openBefore ?? root
+            openMutations = []
+            openWaiters = []
+            openOperations = []
+            openBefore = nil
+            for waiter in waiters { waiter(false) }
+            return nil
+        }
+    }
+
     /// Batch `id` reached the WAL: fan it out. (Batches before it that never became visible failed; their
     /// completion, which reports it, may still be on its way — they are never shown.)
     private func batchVisible(_ id: UInt64) {
@@ -149,7 +181,7 @@ public final class Namespace {
         if needsReload && inFlight.isEmpty && openMutations.isEmpty {
             needsReload = false
             do {
-                root = try Namespace.load(from: store)
+                root = try store.map(Namespace.load(from:)) ?? .empty
                 logger.notice("store.reloaded", ["ns": name])
             } catch {
                 logger.error("store.reload_failed", ["ns": name, "error": "\(error)"])
@@ -160,7 +192,7 @@ public final class Namespace {
     /// Waits for queued batches and closes the file.
     func close() {
         flush()
-        store.flushAndClose()
+        store?.flushAndClose()
     }
 
     // MARK: - Tree helpers

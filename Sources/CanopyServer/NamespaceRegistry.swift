@@ -1,4 +1,4 @@
-// NamespaceRegistry -- opens each namespace's SQLite file on first use and keeps it open.
+// NamespaceRegistry -- opens each namespace on first use (its SQLite file, once it has one) and keeps it open.
 
 import CanopyCore
 import CanopyNet
@@ -44,11 +44,15 @@ public final class NamespaceRegistry {
     public func namespace(_ name: String, create: Bool) throws -> Namespace? {
         if let existing = open[name] { return existing }
         let file = try directory.storePath(for: name)
-        if !create && !fileExists(file) { return nil }
+        let exists = fileExists(file)
+        if !create && !exists && !fileExists(rulesFile(for: name)) { return nil }
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
-        let store = try NamespaceStore(path: file, options: options)
-        let namespace = try Namespace(name: name, store: store, loop: loop, policy: defaultRules.policy)
+        // A namespace that has no file yet gets one at its first write (see `Namespace.store`).
+        let store = exists ? try NamespaceStore(path: file, options: options) : nil
+        let create = { [options] () throws(StoreError) in try NamespaceStore(path: file, options: options) }
+        let namespace = try Namespace(
+            name: name, store: store, openStore: create, loop: loop, policy: defaultRules.policy)
         namespace.rulesSource = defaultRules.source
         if let saved = try? readTextFile(rulesFile(for: name)),
             let compiled = try? CompiledRules.compile(source: saved)
