@@ -38,7 +38,8 @@ import Testing
         defer { second.terminate() }
         #expect(await eventually { db.pendingWriteCount == 0 })
         #expect(await eventually { connected.last == true })
-        #expect(connected.values == [false, true, false, true])
+        // The first `false` is seen only if the recorder subscribed before the first connection was made.
+        #expect(Array(connected.values.drop { $0 == false }) == [true, false, true])
 
         let other = try clientDatabase(port: port, namespace: "off1", token: admin)
         #expect(try await other.ref("log").getValue().childrenCount == 1)
