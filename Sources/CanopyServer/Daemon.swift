@@ -4,6 +4,8 @@ import CanopyCore
 import CanopyNet
 import CanopyRules
 import CanopyStore
+import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -67,6 +69,18 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
             guard let ns = try? self?.context?.registry.namespace(name, create: true) else { return }
             body(ns)
         }
+    }
+
+    /// The names of the namespaces open now, sorted (tests); call from another thread than the loop's.
+    func openNamespaceNames() -> [String] {
+        let answer = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [weak self] in
+            answer.withLock { $0 = (self?.context?.registry.openNamespaces.map(\.name) ?? []).sorted() }
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 10)
+        return answer.withLock { $0 }
     }
 
     /// Loads `document` into `namespace` if that namespace holds no data yet, and gives it `rulesSource`

@@ -98,6 +98,11 @@ public final class Namespace {
         }
     }
 
+    /// Whether the namespace has no file, holds nothing and has no write pending: forgetting it loses nothing.
+    var isEmptyWithoutFile: Bool {
+        store == nil && root.isEmpty && openMutations.isEmpty && openWaiters.isEmpty && inFlight.isEmpty
+    }
+
     /// The tree as subscribers have been told of it: every batch fanned out so far, nothing later.
     ///
     /// A new listener must start from this tree, not from `root` at the moment it asked. The store makes a batch

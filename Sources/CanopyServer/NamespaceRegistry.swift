@@ -10,12 +10,16 @@ public final class NamespaceRegistry {
     private let configuration: ServerConfiguration
     private let loop: EventLoop
     private var open: [String: Namespace] = [:]
+    /// `open.count` after the last `forgetUnused()`; the next one runs once the count has doubled.
+    private var countAfterSweep = 0
     private let directory: DataDirectory
     /// Rules every namespace starts with when it has none of its own (from `--rules`, else admin-only).
     private let defaultRules: (policy: any AccessPolicy, source: String?)
     private let logger = Logger(label: "canopy.server")
     /// Called when a namespace is opened (the realtime layer hooks commits here).
     public var onOpen: ((Namespace) -> Void)?
+    /// Called with the name of a namespace `forgetUnused` dropped (for tests and logs).
+    var onForget: ((String) -> Void)?
 
     init(configuration: ServerConfiguration, loop: EventLoop) throws {
         self.configuration = configuration
@@ -46,6 +50,7 @@ public final class NamespaceRegistry {
         let file = try directory.storePath(for: name)
         let exists = fileExists(file)
         if !create && !exists && !fileExists(rulesFile(for: name)) { return nil }
+        if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
         // A namespace that has no file yet gets one at its first write (see `Namespace.store`).
@@ -83,6 +88,20 @@ public final class NamespaceRegistry {
 
     private func rulesFile(for name: String) -> String {
         configuration.dataDirectory + "/" + name + ".rules.json"
+    }
+
+    /// Forgets namespaces that exist only in memory (never written, so no file) and that nothing uses any more:
+    /// requests naming ever new namespaces that do not exist must not grow memory without bound. Runs when the
+    /// number of open namespaces has doubled since the last time, so it costs O(1) per opened namespace.
+    /// A namespace is in use while anything else holds it (a session, a listen group, a pending request).
+    func forgetUnused() {
+        for name in Array(open.keys) where open[name]?.isEmptyWithoutFile == true {
+            if isKnownUniquelyReferenced(&open[name]!) {
+                open[name] = nil
+                onForget?(name)
+            }
+        }
+        countAfterSweep = open.count
     }
 
     private func flushAll() {

@@ -9,6 +9,8 @@ import CanopyNet
 import Foundation
 import Testing
 
+@testable import CanopyServer
+
 @Suite struct NamespaceCreationTests {
     private func files(_ server: InProcessServer) -> Set<String> {
         Set((try? FileManager.default.contentsOfDirectory(atPath: server.dataDirectory)) ?? [])
@@ -63,6 +65,30 @@ import Testing
             // The stream never saw the failed write: its first event after the initial one is the second write.
             #expect(readEvents(sse, until: "\n\n").hasPrefix("event: put\ndata: {\"path\":\"/\",\"data\":null}"))
             #expect(readEvents(sse, until: "\n\n") == "event: put\ndata: {\"path\":\"/a\",\"data\":{\"b\":2}}\n\n")
+        }
+    }
+
+    /// Namespaces that were only named (never written) are forgotten once nothing uses them, so requests naming
+    /// ever new namespaces cannot grow memory without bound; one a socket still uses, or one with data, stays.
+    @Test func namespacesOnlyNamedAreForgottenOnceUnused() throws {
+        try withServer { server in
+            let wire = WireProtocolTests()
+            let holder = try wire.connect(server, "held")
+            let c = server.client()
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            #expect(try c.json("PUT", "/a.json?ns=kept", "1", headers: admin).status == 200)
+            for i in 0..<300 {
+                #expect(try c.json("PUT", "/a.json?ns=spam\(i)", "1").status == 401)
+            }
+            let open = server.daemon.openNamespaceNames()
+            #expect(open.count < 150)
+            #expect(open.contains("held") && open.contains("kept"))
+            // The socket's namespace is still the one the daemon serves: an admin write reaches its listen.
+            try wire.authAsAdmin(holder, server)
+            #expect(holder.reply(holder.request("q", ["p": "/a", "h": ""]))?["d"]?["b"]?["s"] == "ok")
+            #expect(holder.push("d", path: "/a")?["d"]?["b"]?["d"] == .null)
+            #expect(try c.json("PUT", "/a.json?ns=held", "2", headers: admin).status == 200)
+            #expect(holder.push("d", path: "/a")?["d"]?["b"]?["d"] == 2)
         }
     }
 }

@@ -11,6 +11,9 @@ final class ListenerTree<Group: AnyObject> {
     }
     private let top = Point()
 
+    /// Whether no group is left.
+    var isEmpty: Bool { top.groups.isEmpty && top.children.isEmpty }
+
     /// Adds `group` at `path`.
     func insert(_ group: Group, at path: Path) {
         var point = top

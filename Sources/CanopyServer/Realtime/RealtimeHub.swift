@@ -159,7 +159,11 @@ final class RealtimeHub: RealtimeService {
     func release(_ group: ListenGroup) {
         guard group.isEmpty, groupsByKey[group.key] === group else { return }
         groupsByKey[group.key] = nil
-        tree(for: group.namespace).remove(group, at: group.path)
+        let id = ObjectIdentifier(group.namespace)
+        guard let tree = trees[id] else { return }
+        tree.remove(group, at: group.path)
+        // An empty tree goes too: the registry may forget its namespace, and the identifier be reused.
+        if tree.isEmpty { trees[id] = nil }
     }
 
     private func tree(for namespace: Namespace) -> ListenerTree<ListenGroup> {
