@@ -18,8 +18,6 @@ public final class NamespaceRegistry {
     private let logger = Logger(label: "canopy.server")
     /// Called when a namespace is opened (the realtime layer hooks commits here).
     public var onOpen: ((Namespace) -> Void)?
-    /// Called with the name of a namespace `forgetUnused` dropped (for tests and logs).
-    var onForget: ((String) -> Void)?
 
     init(configuration: ServerConfiguration, loop: EventLoop) throws {
         self.configuration = configuration
@@ -95,13 +93,12 @@ public final class NamespaceRegistry {
     /// number of open namespaces has doubled since the last time, so it costs O(1) per opened namespace.
     /// A namespace is in use while anything else holds it (a session, a listen group, a pending request).
     func forgetUnused() {
+        let before = open.count
         for name in Array(open.keys) where open[name]?.isEmptyWithoutFile == true {
-            if isKnownUniquelyReferenced(&open[name]!) {
-                open[name] = nil
-                onForget?(name)
-            }
+            if isKnownUniquelyReferenced(&open[name]!) { open[name] = nil }
         }
         countAfterSweep = open.count
+        logger.debug("ns.forgotten", ["count": "\(before - open.count)", "open": "\(open.count)"])
     }
 
     private func flushAll() {

@@ -107,7 +107,8 @@ final class RealtimeHub: RealtimeService {
             let group = self.group(namespace: namespace, path: request.path, query: query)
             subscriber.group = group
             group.add(subscriber)
-            http.send(EventStream.format("put", ["path": "/", "data": group.currentValue(in: namespace.shownRoot).json()]))
+            let value = group.currentValue(in: namespace.shownRoot)
+            http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {
