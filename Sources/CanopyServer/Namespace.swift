@@ -182,16 +182,22 @@ public final class Namespace {
         if !ok {
             needsReload = true
         }
-        for waiter in batch.waiters { waiter(ok) }
+        // The tree goes back to the file before the waiters run: a listen among them starts from `shownRoot`,
+        // which must not hold the writes that failed.
         if needsReload && inFlight.isEmpty && openMutations.isEmpty {
             needsReload = false
             do {
+                let memory = root
                 root = try store.map(Namespace.load(from:)) ?? .empty
                 logger.notice("store.reloaded", ["ns": name])
+                // Listeners may have been shown parts of the failed writes: when later batches were pushed, or a
+                // listen started, before the tree could go back. Tell every listener what differs now.
+                onCommit?(memory, [CommittedOperation(paths: [Path.root], root: root)])
             } catch {
                 logger.error("store.reload_failed", ["ns": name, "error": "\(error)"])
             }
         }
+        for waiter in batch.waiters { waiter(ok) }
     }
 
     /// Waits for queued batches and closes the file.

@@ -51,6 +51,7 @@ public final class NamespaceRegistry {
         if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
+        options.maximumPageCount = configuration.maximumPagesPerNamespace
         // A namespace that has no file yet gets one at its first write (see `Namespace.store`).
         let store = exists ? try NamespaceStore(path: file, options: options) : nil
         let create = { [options] () throws(StoreError) in try NamespaceStore(path: file, options: options) }

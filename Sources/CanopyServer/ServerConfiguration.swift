@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
+    /// Test hook: the most pages a namespace's database file may grow to (`StoreOptions.maximumPageCount`), so a
+    /// large write fails like one on a full disk.
+    package var maximumPagesPerNamespace: Int? = nil
     /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
     package var beforeWALSync: (@Sendable () -> Void)? = nil
 
