@@ -7,13 +7,18 @@ import Foundation
 import Testing
 
 @Suite struct FullDiskTests {
-    @Test func aWriteThatDoesNotFitChangesNothingAndLaterWritesWork() throws {
-        // 64 pages of 4 KiB: room for small writes, not for a 1 MB value.
+    /// Runs `body` on a server whose namespaces hold 64 pages of 4 KiB (room for small writes, not for a 1 MB
+    /// value), with a gate on their WAL sync.
+    private func withSmallDisk(_ body: (InProcessServer, SyncGate) throws -> Void) throws {
         let gate = SyncGate()
         try withServer(configure: {
             $0.maximumPagesPerNamespace = 64
             $0.beforeWALSync = { gate.beforeSync() }
-        }) { server in
+        }) { server in try body(server, gate) }
+    }
+
+    @Test func aWriteThatDoesNotFitChangesNothingAndLaterWritesWork() throws {
+        try withSmallDisk { server, gate in
             let c = server.client()
             let admin = [("Authorization", "Bearer \(server.admin)")]
             #expect(try c.json("PUT", "/room.json?ns=full", #"{"a":1}"#, headers: admin).status == 200)
@@ -55,11 +60,7 @@ import Testing
     /// file yet: a listen that waited for the failed write starts from a tree that still holds it. Once the later
     /// batch is done, the tree is reloaded and every listener is told what differs.
     @Test func listenersAreCorrectedWhenTheTreeGoesBackAfterAFailure() throws {
-        let gate = SyncGate()
-        try withServer(configure: {
-            $0.maximumPagesPerNamespace = 64
-            $0.beforeWALSync = { gate.beforeSync() }
-        }) { server in
+        try withSmallDisk { server, gate in
             let wire = WireProtocolTests()
             let (writer, early) = try wire.connectAdmins(server, "full2")
             #expect(writer.reply(writer.request("p", ["p": "/room/a", "d": 1]))?["d"]?["b"]?["s"] == "ok")
