@@ -96,9 +96,14 @@ final class LoopThread: Sendable {
         let runner = try LoopThread { loop in
             loop.onSignals([SIGUSR2]) { signal in received.withLock { $0.append(signal) } }
         }
+        // A second loop watching another signal (as an in-process daemon watches SIGTERM while tests run in
+        // parallel) must not take over where SIGUSR2 is forwarded to.
+        let other = try LoopThread { loop in loop.onSignals([SIGURG]) { _ in } }
         defer {
             runner.stopAndWait()
-            signal(SIGUSR2, SIG_IGN)  // the forwarding handler must not outlive the loop thread
+            other.stopAndWait()
+            signal(SIGUSR2, SIG_IGN)  // the forwarding handlers must not outlive the loop threads
+            signal(SIGURG, SIG_DFL)
         }
         // Directed at the loop thread, where the signal is blocked: the signalfd sees it.
         pthread_kill(runner.pthread, SIGUSR2)
