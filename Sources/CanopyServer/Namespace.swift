@@ -117,21 +117,22 @@ public final class Namespace {
 
     /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
     public func flush() {
-        guard !openMutations.isEmpty, let store = storeForFlush() else { return }
-        let mutations = openMutations
+        guard !openMutations.isEmpty else { return }
+        let open = takeOpenBatch()
+        guard let store = storeForFlush() else {
+            // The file of a new namespace could not be created. Nothing can be in flight before a first batch:
+            // the batch fails here, and the tree goes back before its waiters run.
+            root = open.before
+            for waiter in open.waiters { waiter(false) }
+            return
+        }
         nextBatchID += 1
         let id = nextBatchID
-        inFlight.append(
-            InFlightBatch(
-                waiters: openWaiters, before: openBefore ?? root, operations: openOperations, id: id))
-        openMutations = []
-        openWaiters = []
-        openOperations = []
-        openBefore = nil
+        inFlight.append(InFlightBatch(waiters: open.waiters, before: open.before, operations: open.operations, id: id))
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
         store.submit(
-            mutations,
+            open.mutations,
             visible: { loop.execute { bound.value?.batchVisible(id) } }
         ) { result in
             let ok: Bool
@@ -145,8 +146,20 @@ public final class Namespace {
         }
     }
 
-    /// The store, created now for a namespace's first batch. When the file cannot be created, the open batch
-    /// fails here (nothing can be in flight before a first batch): its waiters are told and the tree goes back.
+    /// The batch filled during this loop pass, and the tree before it; the next pass starts an empty one.
+    private func takeOpenBatch() -> (
+        mutations: [StoreMutation], waiters: [(Bool) -> Void], operations: [CommittedOperation], before: Node
+    ) {
+        defer {
+            openMutations = []
+            openWaiters = []
+            openOperations = []
+            openBefore = nil
+        }
+        return (openMutations, openWaiters, openOperations, openBefore ?? root)
+    }
+
+    /// The store, created now for a namespace's first batch; nil when its file cannot be created.
     private func storeForFlush() -> NamespaceStore? {
         if let store { return store }
         do {
@@ -156,13 +169,6 @@ public final class Namespace {
             return created
         } catch {
             logger.error("store.create_failed", ["ns": name, "error": error.userMessage])
-            let waiters = openWaiters
-            root = openBefore ?? root
-            openMutations = []
-            openWaiters = []
-            openOperations = []
-            openBefore = nil
-            for waiter in waiters { waiter(false) }
             return nil
         }
     }
