@@ -28,8 +28,8 @@ final class ListenGroup {
     /// nil for a default listen (the whole subtree); a filtering query otherwise.
     let query: QuerySpec?
     let key: String
-    private(set) var sse = SlotList<EventStream>()
-    private(set) var wire = SlotList<WireListen>()
+    var sse = SlotList<EventStream>()
+    var wire = SlotList<WireListen>()
     var isEmpty: Bool { sse.isEmpty && wire.isEmpty }
 
     init(namespace: Namespace, path: Path, query: QuerySpec?, key: String) {
@@ -38,11 +38,6 @@ final class ListenGroup {
         self.query = query
         self.key = key
     }
-
-    func add(_ listen: WireListen) { wire.add(listen) }
-    func remove(_ listen: WireListen) { wire.remove(listen) }
-    func add(_ subscriber: EventStream) { sse.add(subscriber) }
-    func remove(_ subscriber: EventStream) { sse.remove(subscriber) }
 
     /// The value a new listener starts with.
     func currentValue(in root: Node) -> Node {

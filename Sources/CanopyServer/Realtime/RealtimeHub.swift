@@ -106,7 +106,7 @@ final class RealtimeHub: RealtimeService {
             }
             let group = self.group(namespace: namespace, path: request.path, query: query)
             subscriber.group = group
-            group.add(subscriber)
+            group.sse.add(subscriber)
             let value = group.currentValue(in: namespace.shownRoot)
             http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
         }
@@ -135,7 +135,7 @@ final class RealtimeHub: RealtimeService {
         subscriber.expiry?.cancel()
         guard let group = subscriber.group else { return }
         subscriber.group = nil
-        group.remove(subscriber)
+        group.sse.remove(subscriber)
         release(group)
     }
 

@@ -82,7 +82,7 @@ final class WireSession {
         // is not touched here (it may be going away itself); an emptied group is only a little memory.
         for listen in listens.values {
             listen.isActive = false
-            listen.group.remove(listen)
+            listen.group.wire.remove(listen)
         }
     }
 
@@ -240,7 +240,7 @@ final class WireSession {
             self.drop(key)
             let group = self.hub.group(namespace: self.namespace, path: path, query: query)
             let listen = WireListen(session: self, tag: tag, group: group)
-            group.add(listen)
+            group.wire.add(listen)
             self.listens[key] = listen
             let value = group.currentValue(in: self.namespace.shownRoot)
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
@@ -265,7 +265,7 @@ final class WireSession {
     private func drop(_ key: String) {
         guard let listen = listens.removeValue(forKey: key) else { return }
         listen.isActive = false
-        listen.group.remove(listen)
+        listen.group.wire.remove(listen)
         hub.release(listen.group)
     }
 
