@@ -53,8 +53,8 @@ public final class NamespaceRegistry {
         options.beforeSync = configuration.beforeWALSync
         options.maximumPageCount = configuration.maximumPagesPerNamespace
         // A namespace that has no file yet gets one at its first write (see `Namespace.store`).
-        let store = exists ? try NamespaceStore(path: file, options: options) : nil
         let create = { [options] () throws(StoreError) in try NamespaceStore(path: file, options: options) }
+        let store = exists ? try create() : nil
         let namespace = try Namespace(
             name: name, store: store, openStore: create, loop: loop, policy: defaultRules.policy)
         namespace.rulesSource = defaultRules.source
