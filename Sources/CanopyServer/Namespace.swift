@@ -73,15 +73,25 @@ public final class Namespace {
     /// so each path's store mutations follow from the old and the final tree, without rebuilding the trees in between.
     /// `mergeAt` names the location of an update (a REST PATCH, a wire `m`, an onDisconnect merge) whose paths all
     /// lie below it: listeners at or above it are then told with one merge event (`m`, SSE `patch`).
+    ///
+    /// A write that stores nothing (the same value again, a delete of an absent path) is dropped here: it joins no
+    /// batch, holds no tree and is fanned out to nobody. Of a multi-path operation, only the paths that change
+    /// are kept. Its writer is answered by `whenDurable`, which waits for the writes before it.
     public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node, mergeAt base: Path? = nil) {
         loop.assertInLoop()
         let old = root
-        if openBefore == nil { openBefore = old }
+        var mutations: [StoreMutation] = []
+        var paths: [Path] = []
         for write in writes {
-            openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
+            let changes = Namespace.mutations(for: write.path, before: old, after: newRoot)
+            guard !changes.isEmpty else { continue }
+            mutations += changes
+            paths.append(write.path)
         }
+        guard !mutations.isEmpty else { return }
+        if openBefore == nil { openBefore = old }
+        openMutations += mutations
         root = newRoot
-        let paths = writes.map(\.path)
         let mergeBase = base.flatMap { base in paths.allSatisfy { base.isAncestor(of: $0) } ? base : nil }
         openOperations.append(CommittedOperation(paths: paths, root: newRoot, mergeBase: mergeBase))
     }
@@ -97,6 +107,9 @@ public final class Namespace {
             body(true)
         }
     }
+
+    /// The operations waiting for this pass's batch (tests: a write that stores nothing must leave none).
+    package var openOperationCount: Int { openOperations.count }
 
     /// Whether the namespace has no file, holds nothing and has no write pending: forgetting it loses nothing.
     var isEmptyWithoutFile: Bool {
@@ -247,6 +260,9 @@ public final class Namespace {
             oldNode = oldNode.child(key)
             newNode = newNode.child(key)
         }
+        // Nothing differs at the region, so nothing differs at all (values compare as Firebase compares them:
+        // rewriting 1 as 1.0 stores nothing). This also keeps an unchanged large region from being rewritten.
+        if oldNode == newNode { return [] }
         var out: [StoreMutation] = []
         // The old region's rows still to be matched; empty when it had none or was deleted as a range.
         var oldRows: [[String]: NodeRecord] = [:]
