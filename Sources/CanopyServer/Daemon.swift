@@ -5,6 +5,7 @@ import CanopyNet
 import CanopyRules
 import CanopyStore
 import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -33,12 +34,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
 
     /// Binds the listening socket; `port` is known afterwards.
     public func start() throws {
-        let registry = try NamespaceRegistry(configuration: configuration, loop: loop)
-        let context = ServerContext(configuration: configuration, credentials: credentials, registry: registry)
-        self.context = context
-        let hub = RealtimeHub(context: context, loop: loop)
-        context.realtime = hub
-        registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
+        let context = try openDatabases()
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
         limits.maxConnections = configuration.maxConnections
@@ -49,6 +45,49 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         try server.start()
         self.server = server
         logger.info("server.listening", ["url": "http://\(configuration.host):\(server.port)"])
+    }
+
+    /// The namespaces and the realtime hub, without a listening socket.
+    private func openDatabases() throws -> ServerContext {
+        let registry = try NamespaceRegistry(configuration: configuration, loop: loop)
+        let context = ServerContext(configuration: configuration, credentials: credentials, registry: registry)
+        self.context = context
+        let hub = RealtimeHub(context: context, loop: loop)
+        context.realtime = hub
+        registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
+        return context
+    }
+
+    /// Performs one write as the admin on `namespace` of a data directory that no daemon serves (offline
+    /// `canopy import`), through the same pipeline as every served write, and closes the databases.
+    /// - Throws: `StoreError` when the directory is in use or cannot be opened; the `WriteError` of the write.
+    public static func performOffline(
+        _ operation: WriteOperation, on namespace: String, configuration: ServerConfiguration
+    ) throws {
+        let daemon = try Daemon(configuration: configuration)
+        let outcome = Mutex<Result<Void, any Error>>(.success(()))
+        let thread = Thread { daemon.loop.run() }
+        let done = DispatchSemaphore(value: 0)
+        daemon.loop.execute {
+            do {
+                let context = try daemon.openDatabases()
+                try context.namespace(namespace).perform(
+                    operation, as: .admin, now: configuration.clock.nowMilliseconds()
+                ) { result in
+                    if case .failure(let error) = result { outcome.withLock { $0 = .failure(error) } }
+                    context.registry.closeAll()
+                    daemon.loop.stop()
+                    done.signal()
+                }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+                daemon.loop.stop()
+                done.signal()
+            }
+        }
+        thread.start()
+        done.wait()
+        try outcome.withLock { $0 }.get()
     }
 
     /// The bound port.
@@ -96,8 +135,15 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
                         rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
                 }
                 guard namespace.root.isEmpty else { return }
-                namespace.commit([(Path.root, document.data)], newRoot: document.data)
-                logger.info("demo.loaded", ["ns": name])
+                namespace.perform(
+                    .set(path: .root, data: document.data.json(export: true)), as: .admin,
+                    now: context.configuration.clock.nowMilliseconds()
+                ) { result in
+                    switch result {
+                    case .success: logger.info("demo.loaded", ["ns": name])
+                    case .failure(let error): logger.error("demo.failed", ["ns": name, "error": error.userMessage])
+                    }
+                }
             } catch {
                 logger.error("demo.failed", ["ns": name, "error": "\(error)"])
             }

@@ -68,16 +68,20 @@ public final class Namespace {
     }
 
     /// Replaces the node at each path with the given node and schedules the change for commit.
-    /// The caller has authorized the change and computed `newRoot` with `Namespace.applying`. The paths of one
-    /// operation never overlap (PATCH and merges refuse overlaps; the publish engine writes disjoint locations),
-    /// so each path's store mutations follow from the old and the final tree, without rebuilding the trees in between.
-    /// `mergeAt` names the location of an update (a REST PATCH, a wire `m`, an onDisconnect merge) whose paths all
-    /// lie below it: listeners at or above it are then told with one merge event (`m`, SSE `patch`).
+    ///
+    /// Only `perform` (Namespace+Perform.swift) calls this, with writes the policy allowed; the new tree was
+    /// computed with `Namespace.applying`. The paths of one operation never overlap (PATCH and merges refuse
+    /// overlaps; the publish engine writes disjoint locations), so each path's store mutations follow from the old
+    /// and the final tree, without rebuilding the trees in between. An update's `mergeBase` names its location,
+    /// every path lying below it: listeners at or above it are then told with one merge event (`m`, SSE `patch`).
     ///
     /// A write that stores nothing (the same value again, a delete of an absent path) is dropped here: it joins no
     /// batch, holds no tree and is fanned out to nobody. Of a multi-path operation, only the paths that change
     /// are kept. Its writer is answered by `whenDurable`, which waits for the writes before it.
-    public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node, mergeAt base: Path? = nil) {
+    func commit(_ authorized: AuthorizedWrite) {
+        let writes = authorized.writes
+        let newRoot = authorized.newRoot
+        let base = authorized.mergeBase
         loop.assertInLoop()
         let old = root
         var mutations: [StoreMutation] = []

@@ -35,23 +35,28 @@ final class ServerContext {
         self.defaultRulesSource = registry.defaultRulesSource
     }
 
-    /// The namespace, or nil when it does not exist and `create` is false. Bad names are a 400.
-    func namespace(_ name: String, create: Bool) throws -> Namespace? {
-        guard DataDirectory.isValidNamespace(name) else {
-            throw RESTError(400, "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'.")
-        }
+    /// The namespace `name`, opened (empty and without a file when it is new) on first use.
+    func namespace(_ name: String) throws(NamespaceError) -> Namespace {
+        guard let namespace = try namespace(name, create: true) else { preconditionFailure("created on demand") }
+        return namespace
+    }
+
+    /// The namespace, or nil when it does not exist and `create` is false.
+    func namespace(_ name: String, create: Bool) throws(NamespaceError) -> Namespace? {
+        guard DataDirectory.isValidNamespace(name) else { throw .invalidName(name) }
         do {
             return try registry.namespace(name, create: create)
         } catch let error as StoreError {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": error.userMessage])
-            throw RESTError(500, "The database for namespace '\(name)' could not be opened.")
-        } catch let error as any CanopyError {
-            throw RESTError(400, error.userMessage)
+            throw .unavailable(name)
+        } catch {
+            Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": "\(error)"])
+            throw .unavailable(name)
         }
     }
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
-    func namespaceName(_ request: HTTPRequest, params: [String: String]) throws -> String {
+    func namespaceName(_ request: HTTPRequest, params: [String: String]) throws(NamespaceError) -> String {
         if let ns = params["ns"], !ns.isEmpty { return ns }
         if let host = request.header("host") {
             let name = host.split(separator: ":").first.map(String.init) ?? host
@@ -65,7 +70,9 @@ final class ServerContext {
         return configuration.defaultNamespace
     }
 
-    func identify(_ request: HTTPRequest, params: [String: String], namespace: String) throws -> Identity {
+    func identify(_ request: HTTPRequest, params: [String: String], namespace: String) throws(CredentialError)
+        -> Identity
+    {
         var bearer: String?
         if let header = request.header("authorization") {
             let parts = header.split(separator: " ", maxSplits: 1)
@@ -76,7 +83,31 @@ final class ServerContext {
                 bearer: bearer, authParam: params["auth"] ?? params["access_token"],
                 override: params["auth_variable_override"], namespace: namespace)
         } catch {
-            throw RESTError(401, error.userMessage)
+            throw error
         }
     }
+}
+
+/// Why a namespace could not be had for a request.
+enum NamespaceError: CanopyError {
+    /// The name is not a valid namespace name.
+    case invalidName(String)
+    /// Its database could not be opened (the log says why).
+    case unavailable(String)
+
+    var code: String {
+        switch self {
+        case .invalidName: "invalid_namespace"
+        case .unavailable: "namespace_unavailable"
+        }
+    }
+
+    var userMessage: String {
+        switch self {
+        case .invalidName(let name): "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'."
+        case .unavailable(let name): "The database for namespace '\(name)' could not be opened."
+        }
+    }
+
+    var description: String { "NamespaceError(\(code)): \(userMessage)" }
 }

@@ -121,3 +121,34 @@ func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
         #expect(status == 200)
     }
 }
+
+/// `canopy import --offline`: the daemon's own write pipeline on a directory no daemon serves.
+@Suite struct OfflineImportTests {
+    @Test func importsIntoAnIdleDirectoryAndRefusesOneInUse() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/event.json"
+        let document = #"{"canopy":"export","version":1,"data":{"a":{".value":1,".priority":2},"b":{"c":"x"}}}"#
+        try document.write(toFile: file, atomically: true, encoding: .utf8)
+        let data = dir + "/data"
+        let imported = try runCanopy(["import", "--ns", "offline", file, "--offline", "--data", data])
+        #expect(imported.status == 0, "\(imported.stderr)")
+
+        let server = try ServerProcess(dataDirectory: data)
+        let c = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 10)
+        let read = try c.json(
+            "GET", "/.json?ns=offline&format=export", headers: [("Authorization", "Bearer \(server.admin)")])
+        #expect(read.json == ["a": [".value": 1, ".priority": 2], "b": ["c": "x"]])
+        // While the daemon serves the directory, an offline import is refused and changes nothing.
+        let refused = try runCanopy(["import", "--ns", "offline", file, "--offline", "--data", data])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("in use by a running daemon"))
+        server.terminate()
+
+        let broken = dir + "/broken.json"
+        try #"{"canopy":"export","version":1,"data":{"a.b":1}}"#.write(toFile: broken, atomically: true, encoding: .utf8)
+        let invalid = try runCanopy(["import", "--ns", "offline", broken, "--offline", "--data", data])
+        #expect(invalid.status != 0)
+        #expect(invalid.stderr.contains("broken.json"))
+    }
+}

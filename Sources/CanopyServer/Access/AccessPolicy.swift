@@ -10,6 +10,8 @@ public enum AccessOperation: Sendable {
     case write
     /// Multi-path update: each child path, relative to the request path, is written.
     case update(childPaths: [Path])
+    /// An endpoint of the publish engine (`publish`, `revert`, `status`, …): event administrators only.
+    case admin(String)
 }
 
 /// Everything a policy may look at to decide.
@@ -44,6 +46,22 @@ public protocol AccessPolicy: Sendable {
 extension AccessPolicy {
     public func indexes(at path: Path) -> [String]? { nil }
 
+    /// Decides one request: the only place an `AccessRequest` is assembled. Denials are logged (debug).
+    public func authorize(
+        _ operation: AccessOperation, at path: Path, as identity: Identity, in namespace: String, old: Node,
+        new: Node?, now: Int64
+    ) -> AccessDecision {
+        let decision = decide(
+            AccessRequest(
+                identity: identity, namespace: namespace, path: path, operation: operation, oldRoot: old,
+                newRoot: new, now: now))
+        if !decision.allowed {
+            Logger(label: "canopy.rules").debug(
+                "rules.denied", ["ns": namespace, "path": path.description, "why": decision.reason])
+        }
+        return decision
+    }
+
     /// Whether a query orders by a child or value that `.indexOn` does not declare at `path`.
     ///
     /// Firebase answers such REST queries with 400 ("Index not defined"); the emulator and the SDKs only warn
@@ -58,10 +76,18 @@ extension AccessPolicy {
     }
 }
 
-/// Secure by default: the admin credential may do everything; everyone else is denied.
+/// Secure by default: the admin credential may do everything, event administrators may use the admin
+/// endpoints; everyone else is denied.
 public struct AdminOnlyPolicy: AccessPolicy {
     public init() {}
     public func decide(_ request: AccessRequest) -> AccessDecision {
-        request.identity.isAdmin ? .allow("admin credential") : .deny("no rules grant access")
+        if case .admin = request.operation { return adminEndpointDecision(request.identity) }
+        return request.identity.isAdmin ? .allow("admin credential") : .deny("no rules grant access")
     }
+}
+
+/// The admin endpoints are for event administrators: the admin credential, or a token with `admin: true`.
+/// Security rules do not apply to them (they guard data paths, as in Firebase).
+func adminEndpointDecision(_ identity: Identity) -> AccessDecision {
+    identity.isEventAdmin ? .allow("event administrator") : .deny("the admin endpoints need an event administrator")
 }

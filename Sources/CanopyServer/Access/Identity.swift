@@ -26,6 +26,15 @@ public enum Identity: Sendable {
         return false
     }
 
+    /// The admin credential, or a token carrying `admin: true` (an event organiser).
+    public var isEventAdmin: Bool {
+        switch self {
+        case .admin: return true
+        case .user(let auth, _): return auth["token"]?["admin"]?.boolValue == true
+        case .anonymous: return false
+        }
+    }
+
     /// The `uid` of the identity, for logs and publish history ("admin" for the admin credential).
     public var uid: String? {
         switch self {

@@ -10,6 +10,7 @@ public struct RulesPolicy: AccessPolicy {
     public init(rules: CompiledRules) { self.rules = rules }
 
     public func decide(_ request: AccessRequest) -> AccessDecision {
+        if case .admin = request.operation { return adminEndpointDecision(request.identity) }
         if request.identity.isAdmin { return .allow("admin credential") }
         let auth = request.identity.rulesAuth
         let old = NodeRuleData(root: request.oldRoot)
@@ -27,6 +28,8 @@ public struct RulesPolicy: AccessPolicy {
             decision = rules.canUpdate(
                 basePath: request.path.segments, childPaths: childPaths.map(\.segments), oldRoot: old,
                 newRoot: NodeRuleData(root: request.newRoot ?? .empty), auth: auth, now: request.now)
+        case .admin:
+            preconditionFailure("decided above")
         }
         return AccessDecision(allowed: decision.allowed, reason: decision.reason)
     }

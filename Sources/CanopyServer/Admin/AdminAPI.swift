@@ -9,9 +9,10 @@
 //   POST /.canopy/dry-run?ns=E                 what a publish would change; body: optional attendee directory
 //   POST /.canopy/preview?ns=E&attendee=ID[&pending=true]   the attendee's merged feed; body: the directory
 //
-// Admin means the admin credential or a token whose `admin` claim is true. Writes are computed by CanopyPublish
-// from the namespace's own tree inside the loop (so publishes of one event are serialized) and committed as one
-// batch: one SQLite transaction, one consistent change per location for listeners.
+// Admin means the admin credential or a token whose `admin` claim is true; the namespace's policy decides it
+// (`AccessOperation.admin`). Writes go through `Namespace.perform`: computed by CanopyPublish from the namespace's
+// own tree inside the loop (so publishes of one event are serialized) and committed as one batch: one SQLite
+// transaction, one consistent change per location for listeners.
 
 import CanopyCore
 import CanopyNet
@@ -23,87 +24,79 @@ extension RESTHandler {
         for item in request.query { params[item.name] = item.value }
         let name = try namespaceName(request, params: params)
         let identity = try identify(request, params: params, namespace: name)
-        guard identity.isEventAdmin else { throw RESTError.permissionDenied }
         let action = String(request.path.dropFirst("/.canopy/".count))
-        guard let namespace = try context.namespace(name, create: false) else {
+        let now = context.configuration.clock.nowMilliseconds()
+        // The read endpoints and unknown ones are refused to non-administrators before anything else: the policy
+        // decides, as for every other request (an unknown event must not be told apart from a forbidden one).
+        let gate = { [context] (namespace: Namespace?) throws in
+            let policy = namespace?.policy ?? context.defaultPolicy
+            let decision = policy.authorize(
+                .admin(action), at: .root, as: identity, in: name, old: namespace?.root ?? .empty, new: nil, now: now)
+            guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
+        }
+        let existing = try context.namespace(name, create: false)
+        try gate(existing)
+        guard let namespace = existing else {
             throw RESTError(404, "Unknown event '\(name)': the namespace has no data.")
         }
         let root = namespace.root
-        let now = context.configuration.clock.nowMilliseconds()
-        let writes: [(path: Path, node: Node)]
-        do {
-            switch (method, action) {
-            case ("GET", "status"):
-                let etag = root.node(at: PublishLayout.pendingContent).etag
-                namespace.whenDurable { _ in
-                    responder.respond(.json(200, PublishEngine.status(root: root), extraHeaders: [("ETag", etag)]))
-                }
-                return
-            case ("POST", "dry-run"):
-                let directory = try parseDirectory(request.body, required: false)
-                namespace.whenDurable { _ in
-                    responder.respond(.json(200, PublishEngine.dryRun(root: root, directory: directory)))
-                }
-                return
-            case ("POST", "preview"):
-                guard let attendeeID = params["attendee"] else { throw RESTError(400, "preview needs ?attendee=ID") }
-                guard let directory = try parseDirectory(request.body, required: true),
-                    let attendee = directory.attendees.first(where: { $0.id == attendeeID })
-                else { throw RESTError(404, "Attendee '\(attendeeID)' is not in the directory.") }
-                let pending = params["pending"] == "true"
-                if pending { try PublishEngine.validate(root: root) }
-                let feed = PublishEngine.feed(root: root, attendee: attendee, pending: pending)
-                let items = JSONValue.array(feed.map { ["key": .string($0.key), "item": $0.item.json()] })
-                namespace.whenDurable { _ in responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items])) }
-                return
-            case ("POST", "publish"):
-                if let expected = request.header("if-match") {
-                    let pending = root.node(at: PublishLayout.pendingContent)
-                    guard expected == pending.etag else {
-                        responder.respond(.json(412, pending.json(), extraHeaders: [("ETag", pending.etag)]))
-                        return
-                    }
-                }
-                if let key = params["item"] {
-                    writes = try PublishEngine.publishItemWrites(root: root, key: key, now: now, publisher: identity.uid)
-                } else {
-                    writes = try PublishEngine.publishWrites(root: root, now: now, publisher: identity.uid)
-                }
-            case ("POST", "unpublish"):
-                guard let key = params["item"] else { throw RESTError(400, "unpublish needs ?item=KEY") }
-                writes = try PublishEngine.unpublishItemWrites(root: root, key: key, now: now, publisher: identity.uid)
-            case ("POST", "revert"):
-                writes = PublishEngine.revertWrites(root: root)
-            case ("POST", "rollback"):
-                guard let id = params["to"] else { throw RESTError(400, "rollback needs ?to=HISTORY_ID") }
-                writes = try PublishEngine.rollbackWrites(root: root, historyID: id, now: now, publisher: identity.uid)
-            default:
-                throw RESTError(404, "Unknown admin endpoint \(method) \(request.path).")
+        let operation: AdminAction
+        switch (method, action) {
+        case ("GET", "status"):
+            let etag = root.node(at: PublishLayout.pendingContent).etag
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, PublishEngine.status(root: root), extraHeaders: [("ETag", etag)]))
             }
-        } catch let error as PublishError {
-            let status: Int
-            switch error.kind {
-            case .unknownItem, .notPublished, .unknownHistoryEntry: status = 404
-            default: status = 400
+            return
+        case ("POST", "dry-run"):
+            let directory = try parseDirectory(request.body, required: false)
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, PublishEngine.dryRun(root: root, directory: directory)))
             }
-            throw RESTError(status, error.userMessage)
+            return
+        case ("POST", "preview"):
+            guard let attendeeID = params["attendee"] else { throw RESTError(400, "preview needs ?attendee=ID") }
+            guard let directory = try parseDirectory(request.body, required: true),
+                let attendee = directory.attendees.first(where: { $0.id == attendeeID })
+            else { throw RESTError(404, "Attendee '\(attendeeID)' is not in the directory.") }
+            let pending = params["pending"] == "true"
+            if pending { try PublishEngine.validate(root: root) }
+            let feed = PublishEngine.feed(root: root, attendee: attendee, pending: pending)
+            let items = JSONValue.array(feed.map { ["key": .string($0.key), "item": $0.item.json()] })
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items]))
+            }
+            return
+        case ("POST", "publish"):
+            operation = .publish(item: params["item"])
+        case ("POST", "unpublish"):
+            guard let key = params["item"] else { throw RESTError(400, "unpublish needs ?item=KEY") }
+            operation = .unpublish(item: key)
+        case ("POST", "revert"):
+            operation = .revert
+        case ("POST", "rollback"):
+            guard let id = params["to"] else { throw RESTError(400, "rollback needs ?to=HISTORY_ID") }
+            operation = .rollback(historyID: id)
+        default:
+            throw RESTError(404, "Unknown admin endpoint \(method) \(request.path).")
         }
-        let newRoot = Namespace.applying(writes, to: root)
-        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
-        let changed = JSONValue.array(writes.map { .string($0.path.description) })
-        let pendingETag = newRoot.node(at: PublishLayout.pendingContent).etag
-        namespace.whenDurable { ok in
-            guard ok else {
-                responder.respond(.error(RESTError(500, "The \(action) could not be stored; nothing was changed.")))
-                return
+        // `if-match: <etag of pendingContent>`: publish only what the organiser looked at.
+        let condition = request.header("if-match").map { WriteCondition.etag($0, at: PublishLayout.pendingContent) }
+        namespace.perform(.admin(operation), as: identity, now: now, condition: condition) { result in
+            switch result {
+            case .success(let receipt):
+                let pendingETag = receipt.after.node(at: PublishLayout.pendingContent).etag
+                responder.respond(
+                    .json(
+                        200,
+                        [
+                            "ok": true, "action": .string(action), "at": .int(now),
+                            "changedLocations": .array(receipt.paths.map { .string($0.description) }),
+                            "lastPublishedAt": receipt.after.node(at: PublishLayout.lastPublishedAt).value ?? .null,
+                        ], extraHeaders: [("ETag", pendingETag)]))
+            case .failure(let error):
+                responder.respond(error.httpResponse)
             }
-            responder.respond(
-                .json(
-                    200,
-                    [
-                        "ok": true, "action": .string(action), "at": .int(now), "changedLocations": changed,
-                        "lastPublishedAt": newRoot.node(at: PublishLayout.lastPublishedAt).value ?? .null,
-                    ], extraHeaders: [("ETag", pendingETag)]))
         }
     }
 
@@ -117,17 +110,6 @@ extension RESTHandler {
         } catch {
             let message = (error as? any CanopyError)?.userMessage ?? "\(error)"
             throw RESTError(400, "Invalid attendee directory: \(message)")
-        }
-    }
-}
-
-extension Identity {
-    /// The admin credential, or a token carrying `admin: true` (an event organiser).
-    public var isEventAdmin: Bool {
-        switch self {
-        case .admin: return true
-        case .user(let auth, _): return auth["token"]?["admin"]?.boolValue == true
-        case .anonymous: return false
         }
     }
 }

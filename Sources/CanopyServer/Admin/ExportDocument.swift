@@ -22,28 +22,28 @@ public struct ExportDocument: Sendable {
     }
 
     /// Reads and validates a document; refuses anything that is not a Canopy export of a known version.
-    public static func parse(_ bytes: [UInt8]) throws -> ExportDocument {
+    public static func parse(_ bytes: [UInt8]) throws(ExportDocumentError) -> ExportDocument {
         let json: JSONValue
         do {
             json = try JSONValue.parse(bytes)
         } catch {
-            throw RESTError(400, "Not a Canopy export: \(error.userMessage)")
+            throw ExportDocumentError("Not a Canopy export: \(error.userMessage)")
         }
         guard json["canopy"]?.stringValue == format else {
-            throw RESTError(400, "Not a Canopy export document: the member \"canopy\": \"export\" is missing.")
+            throw ExportDocumentError("Not a Canopy export document: the member \"canopy\": \"export\" is missing.")
         }
         guard let version = json["version"]?.int64Value else {
-            throw RESTError(400, "The export document has no integer \"version\".")
+            throw ExportDocumentError("The export document has no integer \"version\".")
         }
         guard version == currentVersion else {
-            throw RESTError(400, "Export format version \(version) is not supported (this Canopy reads version 1).")
+            throw ExportDocumentError("Export format version \(version) is not supported (this Canopy reads version 1).")
         }
-        guard let data = json["data"] else { throw RESTError(400, "The export document has no \"data\" member.") }
+        guard let data = json["data"] else { throw ExportDocumentError("The export document has no \"data\" member.") }
         let node: Node
         do {
             node = try Node.from(json: data)
         } catch {
-            throw RESTError(400, "The export document's data is invalid: \(error.userMessage)")
+            throw ExportDocumentError("The export document's data is invalid: \(error.userMessage)")
         }
         return ExportDocument(
             namespace: json["namespace"]?.stringValue, exportedAt: json["exportedAt"]?.int64Value ?? 0, data: node)
@@ -57,4 +57,14 @@ public struct ExportDocument: Sendable {
         members.append(JSONMember("data", data.json(export: true)))
         return JSONValue.object(members).serialized(pretty: true) + "\n"
     }
+}
+
+/// Why a file is not a Canopy export document that this version can read.
+public struct ExportDocumentError: CanopyError {
+    public let message: String
+    public var code: String { "invalid_export" }
+    public var userMessage: String { message }
+    public var description: String { "ExportDocumentError: \(message)" }
+
+    init(_ message: String) { self.message = message }
 }

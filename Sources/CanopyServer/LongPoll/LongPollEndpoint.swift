@@ -67,16 +67,9 @@ final class LongPollEndpoint {
         let namespace: Namespace
         do {
             let name = try context.namespaceName(request, params: params)
-            guard let opened = try context.namespace(name, create: true) else {
-                throw RESTError(500, "Namespace unavailable.")
-            }
-            namespace = opened
-        } catch let error as RESTError {
-            responder.respond(
-                LongPollConnection.response(Self.comment(error.message), status: error.status))
-            return
+            namespace = try context.namespace(name)
         } catch {
-            responder.respond(LongPollConnection.response(Self.comment("\(error)"), status: 500))
+            responder.respond(LongPollConnection.response(Self.comment(error.userMessage), status: error.status))
             return
         }
         var id = Self.randomToken()

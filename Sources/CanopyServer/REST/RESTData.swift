@@ -11,7 +11,7 @@ extension RESTHandler {
             try realtime.startEventStream(request, responder)
             return
         }
-        let query = try QuerySpec.fromRESTChecked(request.params)
+        let query = try QuerySpec.fromREST(request.params)
         let shallow = request.params["shallow"] == "true"
         if shallow && query != nil {
             throw RESTError(400, "Mixing 'shallow' and querying parameters is not supported")
@@ -23,7 +23,7 @@ extension RESTHandler {
         }
         let namespace = try context.namespace(request.namespaceName, create: false)
         let root = namespace?.root ?? .empty
-        try authorize(request, .read(query: query), namespace: namespace, oldRoot: root, newRoot: nil)
+        try authorizeRead(request, query: query, namespace: namespace)
         if (namespace?.policy ?? context.defaultPolicy).isUnindexed(query, at: request.path) {
             Logger(label: "canopy.rules").warning(
                 "query.unindexed", ["ns": request.namespaceName, "path": request.path.description,
@@ -51,7 +51,7 @@ extension RESTHandler {
             if let callback = request.params["callback"] {
                 guard callback.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || $0 == "." })
                 else {
-                    responder.respond(.error(RESTError(400, "Invalid callback name.")))
+                    responder.respond(RESTError(400, "Invalid callback name.").httpResponse)
                     return
                 }
                 let body = Array("\(callback)(\(value.serialized()));".utf8)
@@ -74,11 +74,13 @@ extension RESTHandler {
 
     func handlePut(_ request: DataRequest, _ responder: HTTPResponder) throws {
         let body = try parseBody(request)
-        try write(request, at: request.path, json: body, responder: responder) { resolved in resolved }
+        let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) }
+        try write(request, .set(path: request.path, data: body), condition: condition, responder) { $0.resolved }
     }
 
     func handleDelete(_ request: DataRequest, _ responder: HTTPResponder) throws {
-        try write(request, at: request.path, json: .null, responder: responder) { _ in .null }
+        let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) }
+        try write(request, .set(path: request.path, data: .null), condition: condition, responder) { _ in .null }
     }
 
     // MARK: POST
@@ -89,52 +91,8 @@ extension RESTHandler {
         }
         let body = try parseBody(request)
         let name = context.pushIDs.next(nowMilliseconds: request.now)
-        try write(request, at: request.path.child(name), json: body, responder: responder) { _ in
+        try write(request, .set(path: request.path.child(name), data: body), condition: nil, responder) { _ in
             ["name": .string(name)]
-        }
-    }
-
-    /// Replaces the node at `path` (PUT, POST, DELETE), honouring `if-match`, and answers after the commit.
-    private func write(
-        _ request: DataRequest, at path: Path, json: JSONValue, responder: HTTPResponder,
-        answer: @escaping (JSONValue) -> JSONValue
-    ) throws {
-        guard let namespace = try context.namespace(request.namespaceName, create: true) else {
-            throw RESTError(500, "Namespace unavailable.")
-        }
-        let old = namespace.root
-        let resolved: JSONValue
-        let node: Node
-        do {
-            (node, resolved) = try WriteBuilder.set(json, at: path, root: old, now: request.now)
-        } catch {
-            throw RESTError(400, error.userMessage)
-        }
-        var conditional = false
-        if let ifMatch = request.http.header("if-match") {
-            conditional = true
-            let current = old.node(at: path)
-            let etag = current.etag
-            guard ifMatch == etag else {
-                responder.respond(.json(412, current.json(), extraHeaders: [("ETag", etag)]))
-                return
-            }
-        }
-        let newRoot = old.setting(node, at: path)
-        try authorize(request, .write, namespace: namespace, oldRoot: old, newRoot: newRoot, path: path)
-        namespace.commit([(path, node)], newRoot: newRoot)
-        let newETag = conditional ? newRoot.node(at: path).etag : nil
-        namespace.whenDurable { ok in
-            guard ok else {
-                responder.respond(.error(RESTError(500, "The write could not be stored; nothing was changed.")))
-                return
-            }
-            let headers = newETag.map { [("ETag", $0)] } ?? []
-            if request.silent {
-                responder.respond(.empty(204, extraHeaders: headers))
-            } else {
-                responder.respond(.json(200, answer(resolved), pretty: request.pretty, extraHeaders: headers))
-            }
         }
     }
 
@@ -148,24 +106,27 @@ extension RESTHandler {
         guard case .object = body else {  // refused before the namespace (and its file) is created
             throw RESTError(400, "Invalid data; couldn't parse JSON object. PATCH needs an object.")
         }
-        guard let namespace = try context.namespace(request.namespaceName, create: true) else {
-            throw RESTError(500, "Namespace unavailable.")
-        }
-        let old = namespace.root
-        let (writes, relativePaths, echo) = try WriteBuilder.update(body, at: request.path, root: old, now: request.now)
-        let newRoot = Namespace.applying(writes, to: old)
-        try authorize(
-            request, .update(childPaths: relativePaths), namespace: namespace, oldRoot: old, newRoot: newRoot)
-        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot, mergeAt: request.path) }
-        namespace.whenDurable { ok in
-            guard ok else {
-                responder.respond(.error(RESTError(500, "The update could not be stored; nothing was changed.")))
-                return
-            }
-            if request.silent {
-                responder.respond(.empty(204))
-            } else {
-                responder.respond(.json(200, .object(echo), pretty: request.pretty))
+        try write(request, .update(path: request.path, data: body), condition: nil, responder) { $0.resolved }
+    }
+
+    /// Performs `operation` through the namespace's write pipeline and answers once it is durable: `answer`'s
+    /// JSON (204 for `print=silent`), with the new ETag when the request was conditional.
+    private func write(
+        _ request: DataRequest, _ operation: WriteOperation, condition: WriteCondition?, _ responder: HTTPResponder,
+        answer: @escaping (WriteReceipt) -> JSONValue
+    ) throws {
+        let namespace = try context.namespace(request.namespaceName)
+        namespace.perform(operation, as: request.identity, now: request.now, condition: condition) { result in
+            switch result {
+            case .success(let receipt):
+                let headers = condition == nil ? [] : [("ETag", receipt.after.node(at: operation.path).etag)]
+                if request.silent {
+                    responder.respond(.empty(204, extraHeaders: headers))
+                } else {
+                    responder.respond(.json(200, answer(receipt), pretty: request.pretty, extraHeaders: headers))
+                }
+            case .failure(let error):
+                responder.respond(error.httpResponse)
             }
         }
     }
@@ -173,26 +134,19 @@ extension RESTHandler {
     // MARK: helpers
 
     func parseBody(_ request: DataRequest) throws -> JSONValue {
-        do {
-            return try JSONValue.parse(request.http.body)
-        } catch {
-            throw RESTError(400, error.userMessage)
-        }
+        try JSONValue.parse(request.http.body)
     }
 
-    func authorize(
-        _ request: DataRequest, _ operation: AccessOperation, namespace: Namespace?, oldRoot: Node, newRoot: Node?,
-        path: Path? = nil
-    ) throws {
-        let policy = namespace?.policy ?? context.defaultPolicy
-        let decision = policy.decide(
-            AccessRequest(
-                identity: request.identity, namespace: request.namespaceName, path: path ?? request.path,
-                operation: operation, oldRoot: oldRoot, newRoot: newRoot, now: request.now))
-        guard decision.allowed else {
-            Logger(label: "canopy.rules").debug(
-                "rules.denied", ["ns": request.namespaceName, "path": "\(path ?? request.path)", "why": decision.reason])
-            throw RESTError.permissionDenied
+    /// Refuses a read that the policy does not allow (of a namespace that may not be open: its default rules).
+    func authorizeRead(_ request: DataRequest, query: QuerySpec?, namespace: Namespace?) throws {
+        let decision: AccessDecision
+        if let namespace {
+            decision = namespace.authorizeRead(request.path, query: query, as: request.identity, now: request.now)
+        } else {
+            decision = context.defaultPolicy.authorize(
+                .read(query: query), at: request.path, as: request.identity, in: request.namespaceName, old: .empty,
+                new: nil, now: request.now)
         }
+        guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
     }
 }

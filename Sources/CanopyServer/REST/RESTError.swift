@@ -1,4 +1,5 @@
-// RESTError -- an HTTP status plus the Firebase-style `{"error": "..."}` body.
+// RESTError -- an HTTP status plus the Firebase-style `{"error": "..."}` body, for what only HTTP can get wrong
+// (an unknown endpoint, a method, a header). Errors of the lower layers map through `HTTPResponseError`.
 
 import CanopyCore
 import CanopyNet
@@ -16,7 +17,6 @@ public struct RESTError: CanopyError {
     }
 
     public static let permissionDenied = RESTError(401, "Permission denied")
-    static func badRequest(_ message: String) -> RESTError { RESTError(400, message) }
 }
 
 /// Headers every JSON answer carries (CORS as Firebase sends it, so browser pages can call the API).
@@ -36,11 +36,6 @@ extension HTTPResponse {
             status: status,
             headers: [("Content-Type", "application/json; charset=utf-8")] + commonHeaders + extraHeaders,
             body: body)
-    }
-
-    /// The `{"error": message}` response for an error.
-    static func error(_ error: RESTError) -> HTTPResponse {
-        .json(error.status, .object([JSONMember("error", .string(error.message))]))
     }
 
     /// An empty response (204 for `print=silent`, 304 for `If-None-Match`).

@@ -27,12 +27,8 @@ final class RESTHandler: HTTPHandler {
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
         do {
             try route(request, responder)
-        } catch let error as RESTError {
-            responder.respond(.error(error))
-        } catch let error as any CanopyError {
-            responder.respond(.error(RESTError(400, error.userMessage)))
         } catch {
-            responder.respond(.error(RESTError(500, "Internal error.")))
+            responder.respond(.error(error))
         }
     }
 
@@ -89,12 +85,7 @@ final class RESTHandler: HTTPHandler {
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
         let rawPath = String(request.path.dropLast(".json".count))
-        let path: Path
-        do {
-            path = try Path(parsing: rawPath, allowPriorityLeaf: method != "GET")
-        } catch {
-            throw RESTError(400, error.userMessage)
-        }
+        let path = try Path(parsing: rawPath, allowPriorityLeaf: method != "GET")
         let namespace = try namespaceName(request, params: params)
         let identity = try identify(request, params: params, namespace: namespace)
         return DataRequest(
@@ -140,13 +131,8 @@ final class RESTHandler: HTTPHandler {
             responder.respond(.json(200, json, pretty: true))
         case "PUT":
             let source = String(decoding: request.body, as: UTF8.self)
-            let compiled: CompiledRules
-            do {
-                compiled = try CompiledRules.compile(source: source)
-            } catch {
-                throw RESTError(400, error.userMessage)
-            }
-            guard let namespace = try context.namespace(name, create: true) else { throw RESTError(500, "no ns") }
+            let compiled = try CompiledRules.compile(source: source)
+            let namespace = try context.namespace(name)
             try context.registry.setRules(source, compiled: compiled, for: namespace)
             Logger(label: "canopy.rules").info("rules.replaced", ["ns": name])
             context.realtime?.rulesChanged(in: namespace)

@@ -45,13 +45,9 @@ final class RealtimeHub: RealtimeService {
         let namespace: Namespace
         do {
             name = try context.namespaceName(request, params: params)
-            guard let ns = try context.namespace(name, create: true) else { throw RESTError(500, "no namespace") }
-            namespace = ns
-        } catch let error as RESTError {
-            responder.respond(.error(error))
-            return
+            namespace = try context.namespace(name)
         } catch {
-            responder.respond(.error(RESTError(400, "\(error)")))
+            responder.respond(.error(error))
             return
         }
         guard let socket = responder.upgradeToWebSocket(request) else { return }
@@ -77,10 +73,8 @@ final class RealtimeHub: RealtimeService {
     // MARK: - SSE
 
     func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws {
-        let query = try QuerySpec.fromRESTChecked(request.params)
-        guard let namespace = try context.namespace(request.namespaceName, create: true) else {
-            throw RESTError(500, "Namespace unavailable.")
-        }
+        let query = try QuerySpec.fromREST(request.params)
+        let namespace = try context.namespace(request.namespaceName)
         guard allowed(request.identity, read: request.path, query: query, in: namespace) else {
             throw RESTError.permissionDenied
         }
@@ -177,11 +171,8 @@ final class RealtimeHub: RealtimeService {
 
     /// Whether `identity` may read `path` (through `query`) in `namespace` now.
     func allowed(_ identity: Identity, read path: Path, query: QuerySpec?, in namespace: Namespace) -> Bool {
-        namespace.policy.decide(
-            AccessRequest(
-                identity: identity, namespace: namespace.name, path: path, operation: .read(query: query),
-                oldRoot: namespace.root, newRoot: nil, now: context.configuration.clock.nowMilliseconds())
-        ).allowed
+        namespace.authorizeRead(path, query: query, as: identity, now: context.configuration.clock.nowMilliseconds())
+            .allowed
     }
 
     // MARK: - fan-out
@@ -279,16 +270,5 @@ final class RealtimeHub: RealtimeService {
             }
         }
         for session in sessions.values where session.namespace === namespace { session.recheckListens() }
-    }
-}
-
-extension QuerySpec {
-    /// Parses REST query parameters, mapping errors to 400.
-    static func fromRESTChecked(_ params: [String: String]) throws -> QuerySpec? {
-        do {
-            return try QuerySpec.fromREST(params)
-        } catch {
-            throw RESTError(400, error.userMessage)
-        }
     }
 }

@@ -294,85 +294,44 @@ final class WireSession {
 
     private func put(_ r: Int64?, _ body: JSONValue) {
         guard let path = parsePath(body["p"], r, allowPriority: true) else { return }
-        let old = namespace.root
-        let node: Node
-        do {
-            node = try WriteBuilder.set(body["d"] ?? .null, at: path, root: old, now: now).node
-        } catch {
-            reply(r, "failure", error.userMessage)
-            return
-        }
-        if let expected = body["h"]?.stringValue, old.node(at: path).hash != expected {
-            // Reply after pending commits were pushed, so the client retries with the current data.
-            namespace.whenDurable { [weak self] _ in self?.reply(r, "datastale", "Transaction hash does not match") }
-            return
-        }
-        let newRoot = old.setting(node, at: path)
-        guard authorize(.write, at: path, old: old, new: newRoot, as: identity) else {
-            reply(r, "permission_denied", "Permission denied")
-            return
-        }
-        namespace.commit([(path, node)], newRoot: newRoot)
-        namespace.whenDurable { [weak self] ok in
-            self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The write could not be stored.")
-        }
+        // A transaction's `h`: the hash of the data the client computed from.
+        let condition = body["h"]?.stringValue.map { WriteCondition.hash($0, at: path) }
+        perform(r, .set(path: path, data: body["d"] ?? .null), condition: condition)
     }
 
     private func merge(_ r: Int64?, _ body: JSONValue) {
         guard let path = parsePath(body["p"], r) else { return }
-        do {
-            let old = namespace.root
-            let (writes, relative, _) = try WriteBuilder.update(body["d"] ?? .null, at: path, root: old, now: now)
-            let newRoot = Namespace.applying(writes, to: old)
-            guard authorize(.update(childPaths: relative), at: path, old: old, new: newRoot, as: identity) else {
-                reply(r, "permission_denied", "Permission denied")
-                return
+        perform(r, .update(path: path, data: body["d"] ?? .null), condition: nil)
+    }
+
+    /// Performs a write through the namespace's pipeline and replies to request `r` once it is durable.
+    private func perform(_ r: Int64?, _ operation: WriteOperation, condition: WriteCondition?) {
+        namespace.perform(operation, as: identity, now: now, condition: condition) { [weak self] result in
+            switch result {
+            case .success: self?.reply(r, "ok", "")
+            case .failure(let error): self?.reply(r, error.wireStatus, error.wireMessage)
             }
-            if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot, mergeAt: path) }
-            namespace.whenDurable { [weak self] ok in
-                self?.reply(r, ok ? "ok" : "failure", ok ? "" : "The update could not be stored.")
-            }
-        } catch {
-            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
         }
     }
 
-    /// The writes of an onDisconnect operation, built against `root`, and how rules see it.
-    private func writes(of op: DisconnectOperation, root: Node) throws -> ([(path: Path, node: Node)], AccessOperation) {
+    /// The write an onDisconnect operation performs.
+    private func operation(of op: DisconnectOperation) -> WriteOperation {
         switch op.kind {
-        case .put:
-            return ([(op.path, try WriteBuilder.set(op.data, at: op.path, root: root, now: now).node)], .write)
-        case .merge:
-            let update = try WriteBuilder.update(op.data, at: op.path, root: root, now: now)
-            return (update.writes, .update(childPaths: update.relative))
+        case .put: .set(path: op.path, data: op.data)
+        case .merge: .update(path: op.path, data: op.data)
         }
     }
 
     private var now: Int64 { hub.context.configuration.clock.nowMilliseconds() }
 
-    private func authorize(_ operation: AccessOperation, at path: Path, old: Node, new: Node, as who: Identity) -> Bool {
-        namespace.policy.decide(
-            AccessRequest(
-                identity: who, namespace: namespace.name, path: path, operation: operation, oldRoot: old,
-                newRoot: new, now: now)
-        ).allowed
-    }
-
     // MARK: - onDisconnect
 
+    /// Queues an onDisconnect operation once the pipeline would perform it now (valid data, allowed by the rules).
     private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
         guard let path = parsePath(body["p"], r, allowPriority: kind == .put) else { return }
         let op = DisconnectOperation(kind: kind, path: path, data: body["d"] ?? .null, identity: identity)
-        let old = namespace.root
-        do {
-            let (writes, operation) = try writes(of: op, root: old)
-            guard authorize(operation, at: path, old: old, new: Namespace.applying(writes, to: old), as: identity)
-            else {
-                reply(r, "permission_denied", "Permission denied")
-                return
-            }
-        } catch {
-            reply(r, "failure", (error as? any CanopyError)?.userMessage ?? "\(error)")
+        if let error = namespace.check(operation(of: op), as: identity, now: now) {
+            reply(r, error.wireStatus, error.wireMessage)
             return
         }
         onDisconnect.append(op)
@@ -385,21 +344,15 @@ final class WireSession {
         reply(r, "ok", "")
     }
 
-    /// Runs the queued onDisconnect operations in order, each through the rules of the identity that queued it.
+    /// Runs the queued onDisconnect operations in order, each through the pipeline as the identity that queued it.
     private func runDisconnectOperations() {
         let operations = onDisconnect
         onDisconnect = []
         for op in operations {
-            let old = namespace.root
-            do {
-                let (writes, operation) = try writes(of: op, root: old)
-                let newRoot = Namespace.applying(writes, to: old)
-                guard authorize(operation, at: op.path, old: old, new: newRoot, as: op.identity) else { continue }
-                if !writes.isEmpty {
-                    namespace.commit(writes, newRoot: newRoot, mergeAt: op.kind == .merge ? op.path : nil)
+            namespace.perform(operation(of: op), as: op.identity, now: now) { [logger] result in
+                if case .failure(let error) = result {
+                    logger.debug("wire.ondisconnect_failed", ["path": op.path.description, "error": error.code])
                 }
-            } catch {
-                logger.debug("wire.ondisconnect_failed", ["path": op.path.description])
             }
         }
     }

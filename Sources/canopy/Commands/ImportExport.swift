@@ -78,7 +78,7 @@ struct ImportCommand: Command {
         let document: ExportDocument
         do {
             document = try ExportDocument.parse(Array(try readFile(file).utf8))
-        } catch let error as RESTError {
+        } catch let error as ExportDocumentError {
             throw CommandFailure("\(file): \(error.message)")
         }
         let namespace = remote.namespace!
@@ -92,32 +92,17 @@ struct ImportCommand: Command {
         print("imported \(file) into \(namespace)")
     }
 
+    /// Imports into a data directory that no daemon serves, through the daemon's own write pipeline.
     private func importOffline(_ document: ExportDocument, into namespace: String) throws {
-        let directory = try DataDirectory(path: remote.dataDirectory)
-        let lock: DataDirectory.Lock
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = remote.dataDirectory
         do {
-            lock = try directory.lock()
-        } catch {
+            try Daemon.performOffline(
+                .set(path: .root, data: document.data.json(export: true)), on: namespace, configuration: configuration)
+        } catch let error as StoreError where error.kind == .directoryInUse {
             throw CommandFailure("\(remote.dataDirectory) is in use by a running daemon: import over HTTP instead")
+        } catch let error as any CanopyError {
+            throw CommandFailure("import failed, nothing was changed: \(error.userMessage)")
         }
-        defer { withExtendedLifetime(lock) {} }
-        let store = try NamespaceStore(path: try directory.storePath(for: namespace))
-        let done = DispatchSemaphore(value: 0)
-        let outcome = ResultBox()
-        store.submit(StoreMutation.replacingSubtree(at: [], with: document.data)) { result in
-            outcome.set(result)
-            done.signal()
-        }
-        done.wait()
-        store.flushAndClose()
-        if let error = outcome.error { throw CommandFailure("import failed, nothing was changed: \(error.userMessage)") }
-    }
-}
-
-/// Carries a store completion's result back to the waiting thread.
-private final class ResultBox: @unchecked Sendable {  // safe: written once before the semaphore is signalled
-    private(set) var error: StoreError?
-    func set(_ result: Result<UInt64, StoreError>) {
-        if case .failure(let e) = result { error = e }
     }
 }

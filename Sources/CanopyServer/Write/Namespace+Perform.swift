@@ -1,0 +1,117 @@
+// Namespace+Perform -- the one write pipeline: build the new tree, authorize it through the namespace's policy,
+// commit it, and answer once it is durable.
+//
+//   perform(operation, as: identity)
+//     1. admin actions: the policy decides `.admin(action)` first (no engine output reaches a non-admin);
+//     2. build: WriteBuilder turns the operation into disjoint tree writes against `root` (server values,
+//        validation, the publish engine) — `.invalidData` / `.publish` on failure;
+//     3. condition (if-match ETag, transaction hash): when it fails the caller gets `.conditionFailed` with the
+//        current node, after the writes before it are durable — and only if the identity may read that node;
+//     4. data writes: the policy decides `.write` / `.update` on the old and the new tree;
+//     5. commit (`Namespace.commit`, which takes only an `AuthorizedWrite`, made nowhere but here);
+//     6. answer from `whenDurable`: `.success(receipt)` or `.storageFailed`.
+//
+// Because `AuthorizedWrite` can only be made in this file, and only from an allowing decision, no front end can
+// reach the store without a policy decision: that is the README's "one authorization seam", by construction.
+
+import CanopyCore
+
+/// Tree writes that the policy allowed. Only `Namespace.perform` (this file) makes them.
+struct AuthorizedWrite {
+    let writes: [(path: Path, node: Node)]
+    let newRoot: Node
+    let mergeBase: Path?
+    let decision: AccessDecision
+
+    fileprivate init(_ built: BuiltWrite, decision: AccessDecision) {
+        precondition(decision.allowed, "only an allowing decision authorizes a write")
+        writes = built.writes
+        newRoot = built.newRoot
+        mergeBase = built.mergeBase
+        self.decision = decision
+    }
+}
+
+extension Namespace {
+    /// Performs one write for `identity`, answering `completion` on the loop.
+    ///
+    /// Refusals (invalid data, permission denied) are answered before this returns; a failed condition once the
+    /// writes before it are durable; a committed write once it is durable (`.success`) or failed to persist
+    /// (`.storageFailed`, and the tree goes back).
+    /// - Parameters:
+    ///   - operation: what to write.
+    ///   - identity: who writes; the policy judges this identity.
+    ///   - now: server time of the write (server values, rules' `now`, publish history), in ms.
+    ///   - condition: a precondition on the tree (REST `if-match`, a wire transaction's hash).
+    public func perform(
+        _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition? = nil,
+        _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) {
+        let before = root
+        let built: BuiltWrite
+        let authorized: AuthorizedWrite
+        switch prepare(operation, as: identity, now: now, condition: condition) {
+        case .failure(.conditionFailed(let current, let path)):
+            whenDurable { _ in completion(.failure(.conditionFailed(current: current, at: path))) }
+            return
+        case .failure(let error):
+            completion(.failure(error))
+            return
+        case .success(let prepared):
+            (built, authorized) = prepared
+        }
+        commit(authorized)
+        let receipt = WriteReceipt(
+            before: before, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
+    }
+
+    /// Builds and authorizes `operation` without committing it: nil when `perform` would commit it now.
+    /// (onDisconnect operations are checked when they are queued, and performed when the socket goes.)
+    public func check(_ operation: WriteOperation, as identity: Identity, now: Int64) -> WriteError? {
+        switch prepare(operation, as: identity, now: now, condition: nil) {
+        case .failure(let error): error
+        case .success: nil
+        }
+    }
+
+    /// Whether `identity` may run the admin action or read endpoint `action` on this namespace.
+    public func authorizeAdmin(_ action: String, as identity: Identity, now: Int64) -> AccessDecision {
+        policy.authorize(.admin(action), at: .root, as: identity, in: name, old: root, new: nil, now: now)
+    }
+
+    /// Whether `identity` may read `path` (through `query`) now.
+    public func authorizeRead(_ path: Path, query: QuerySpec?, as identity: Identity, now: Int64) -> AccessDecision {
+        policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now)
+    }
+
+    /// Steps 1–4 of the pipeline (see the file header).
+    private func prepare(
+        _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?
+    ) -> Result<(BuiltWrite, AuthorizedWrite), WriteError> {
+        let old = root
+        var adminDecision: AccessDecision?
+        if case .admin(let action) = operation {
+            let decision = authorizeAdmin(action.name, as: identity, now: now)
+            guard decision.allowed else { return .failure(.permissionDenied(reason: decision.reason)) }
+            adminDecision = decision
+        }
+        let built: BuiltWrite
+        do {
+            built = try WriteBuilder.build(operation, root: old, now: now, publisher: identity.uid)
+        } catch {
+            return .failure(error)
+        }
+        if let condition, !condition.holds(in: old) {
+            // The answer to a failed condition shows the current data: only to someone who may read it.
+            let read = authorizeRead(condition.path, query: nil, as: identity, now: now)
+            guard read.allowed else { return .failure(.permissionDenied(reason: read.reason)) }
+            return .failure(.conditionFailed(current: old.node(at: condition.path), at: condition.path))
+        }
+        let decision =
+            adminDecision
+            ?? policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now)
+        guard decision.allowed else { return .failure(.permissionDenied(reason: decision.reason)) }
+        return .success((built, AuthorizedWrite(built, decision: decision)))
+    }
+}
