@@ -117,6 +117,28 @@ final class RecordingPolicy: AccessPolicy {
     }
 }
 
+extension WritePipelineTests {
+    /// A failed `if-match` answers the current value: only to someone who may read it.
+    @Test func aFailedConditionShowsTheDataOnlyToAReader() throws {
+        try withServer { server in
+            let c = server.client()
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            let rules = #"{"rules": {"drop": {".write": true}, "open": {".read": true, ".write": true}}}"#
+            #expect(try c.json("PUT", "/.settings/rules.json?ns=cond", rules, headers: admin).status == 200)
+            #expect(try c.json("PUT", "/drop.json?ns=cond", #""secret""#, headers: admin).status == 200)
+            #expect(try c.json("PUT", "/open.json?ns=cond", #""seen""#, headers: admin).status == 200)
+            let blind = try c.json("PUT", "/drop.json?ns=cond", "1", headers: [("If-Match", "stale")])
+            #expect(blind.status == 401)
+            #expect(blind.response.header("etag") == nil)
+            #expect(blind.json?["error"] == "Permission denied")
+            let reader = try c.json("PUT", "/open.json?ns=cond", "1", headers: [("If-Match", "stale")])
+            #expect(reader.status == 412)
+            #expect(reader.json == "seen")
+            #expect(try c.json("GET", "/drop.json?ns=cond", headers: admin).json == "secret")
+        }
+    }
+}
+
 /// Polls `condition` for up to `seconds` (for effects another thread produces).
 func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
