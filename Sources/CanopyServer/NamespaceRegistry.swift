@@ -47,7 +47,7 @@ public final class NamespaceRegistry {
         if let existing = open[name] { return existing }
         let file = try directory.storePath(for: name)
         let exists = fileExists(file)
-        if !create && !exists && !fileExists(rulesFile(for: name)) { return nil }
+        if !create && !exists && !fileExists(rulesFile(for: name).path) { return nil }
         if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
@@ -58,7 +58,7 @@ public final class NamespaceRegistry {
         let namespace = try Namespace(
             name: name, store: store, openStore: create, loop: loop, policy: defaultRules.policy)
         namespace.rulesSource = defaultRules.source
-        if let saved = try? readTextFile(rulesFile(for: name)),
+        if let saved = try? readTextFile(rulesFile(for: name).path),
             let compiled = try? CompiledRules.compile(source: saved)
         {
             namespace.policy = RulesPolicy(rules: compiled)
@@ -79,14 +79,22 @@ public final class NamespaceRegistry {
     public var openNamespaces: [Namespace] { Array(open.values) }
 
     /// Replaces a namespace's rules and persists them next to its database file.
-    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws {
-        try writeTextFileAtomically(rulesFile(for: namespace.name), source)
+    ///
+    /// - Throws: `RulesFileError` (`.notSaved`) when the file cannot be written; the rules in force stay.
+    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws(RulesFileError) {
+        let file = rulesFile(for: namespace.name)
+        do {
+            try file.save(source)
+        } catch {
+            logger.error("rules.save_failed", ["ns": namespace.name, "file": file.path, "error": error.reason])
+            throw error
+        }
         namespace.policy = RulesPolicy(rules: compiled)
         namespace.rulesSource = source
     }
 
-    private func rulesFile(for name: String) -> String {
-        configuration.dataDirectory + "/" + name + ".rules.json"
+    private func rulesFile(for name: String) -> RulesFile {
+        RulesFile(path: configuration.dataDirectory + "/" + name + ".rules.json")
     }
 
     /// Forgets namespaces that exist only in memory (never written, so no file) and that nothing uses any more:
@@ -115,20 +123,6 @@ public final class NamespaceRegistry {
 
 func fileExists(_ path: String) -> Bool {
     access(path, F_OK) == 0
-}
-
-/// Writes a file via a temporary file and rename, so readers never see half a file.
-func writeTextFileAtomically(_ path: String, _ text: String) throws {
-    let temporary = path + ".tmp"
-    guard let file = fopen(temporary, "wb") else { throw CredentialError(message: "cannot write '\(path)'") }
-    let bytes = Array(text.utf8)
-    let written = fwrite(bytes, 1, bytes.count, file)
-    fflush(file)
-    fsync(fileno(file))
-    fclose(file)
-    guard written == bytes.count, rename(temporary, path) == 0 else {
-        throw CredentialError(message: "cannot write '\(path)'")
-    }
 }
 
 #if canImport(Glibc)

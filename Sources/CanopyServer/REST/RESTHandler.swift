@@ -147,7 +147,12 @@ final class RESTHandler: HTTPHandler {
                 throw RESTError(400, error.userMessage)
             }
             guard let namespace = try context.namespace(name, create: true) else { throw RESTError(500, "no ns") }
-            try context.registry.setRules(source, compiled: compiled, for: namespace)
+            do {
+                try context.registry.setRules(source, compiled: compiled, for: namespace)
+            } catch {
+                throw RESTError(
+                    500, "The rules could not be saved (\(error.reason)); the rules in force are unchanged.")
+            }
             Logger(label: "canopy.rules").info("rules.replaced", ["ns": name])
             context.realtime?.rulesChanged(in: namespace)
             responder.respond(.json(200, ["status": "ok"]))
