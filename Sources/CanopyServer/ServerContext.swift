@@ -35,19 +35,24 @@ final class ServerContext {
         self.defaultRulesSource = registry.defaultRulesSource
     }
 
-    /// The namespace, or nil when it does not exist and `create` is false. Bad names are a 400.
-    func namespace(_ name: String, create: Bool) throws -> Namespace? {
+    /// The namespace, or nil when it does not exist and `create` is false. Bad names are a 400; a namespace whose
+    /// saved rules cannot be loaded is a 503 naming the problem, unless `whileRulesFail` (the rules endpoint, which
+    /// repairs it, and the realtime transports, whose sessions refuse each request instead).
+    func namespace(_ name: String, create: Bool, whileRulesFail: Bool = false) throws -> Namespace? {
         guard DataDirectory.isValidNamespace(name) else {
             throw RESTError(400, "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'.")
         }
+        let namespace: Namespace?
         do {
-            return try registry.namespace(name, create: create)
+            namespace = try registry.namespace(name, create: create)
         } catch let error as StoreError {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": error.userMessage])
             throw RESTError(500, "The database for namespace '\(name)' could not be opened.")
         } catch let error as any CanopyError {
             throw RESTError(400, error.userMessage)
         }
+        if !whileRulesFail, let failure = namespace?.rulesFailure { throw RESTError(503, failure) }
+        return namespace
     }
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.

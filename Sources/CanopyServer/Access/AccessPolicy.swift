@@ -65,3 +65,9 @@ public struct AdminOnlyPolicy: AccessPolicy {
         request.identity.isAdmin ? .allow("admin credential") : .deny("no rules grant access")
     }
 }
+
+/// Fail closed: denies everyone, the admin credential included (a namespace whose saved rules cannot be loaded).
+public struct DenyAllPolicy: AccessPolicy {
+    public init() {}
+    public func decide(_ request: AccessRequest) -> AccessDecision { .deny("the rules could not be loaded") }
+}

@@ -67,7 +67,7 @@ final class LongPollEndpoint {
         let namespace: Namespace
         do {
             let name = try context.namespaceName(request, params: params)
-            guard let opened = try context.namespace(name, create: true) else {
+            guard let opened = try context.namespace(name, create: true, whileRulesFail: true) else {
                 throw RESTError(500, "Namespace unavailable.")
             }
             namespace = opened

@@ -134,6 +134,7 @@ final class RESTHandler: HTTPHandler {
         guard identity.isAdmin else { throw RESTError.permissionDenied }
         switch method {
         case "GET":
+            // A namespace whose saved rules failed shows why (503), as its data requests do.
             let namespace = try context.namespace(name, create: false)
             let source = namespace?.rulesSource ?? context.defaultRulesSource
             let json = (try? JSONValue.parse(source, options: JSONParseOptions(allowComments: true))) ?? .null
@@ -146,7 +147,10 @@ final class RESTHandler: HTTPHandler {
             } catch {
                 throw RESTError(400, error.userMessage)
             }
-            guard let namespace = try context.namespace(name, create: true) else { throw RESTError(500, "no ns") }
+            // Allowed while the saved rules fail: this is how an admin repairs the namespace without editing files.
+            guard let namespace = try context.namespace(name, create: true, whileRulesFail: true) else {
+                throw RESTError(500, "no ns")
+            }
             do {
                 try context.registry.setRules(source, compiled: compiled, for: namespace)
             } catch {

@@ -131,6 +131,12 @@ final class WireSession {
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
         logger.trace("wire.request", ["action": action, "r": r.map(String.init) ?? "-", "path": body["p"]?.stringValue ?? "-"])
+        if let failure = namespace.rulesFailure, Self.dataActions.contains(action) {
+            // The namespace's saved rules cannot be loaded: no data in or out until an admin replaces them. (The
+            // SDKs report `unavailable` as an error of the listen or write.)
+            reply(r, "unavailable", failure)
+            return
+        }
         switch action {
         case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
         case "auth", "gauth": authenticate(r, body)
@@ -147,6 +153,9 @@ final class WireSession {
         default: reply(r, "failure", "Unknown action '\(action)'.")
         }
     }
+
+    /// The actions that read or write data (listens, gets, writes, onDisconnect operations).
+    private static let dataActions: Set<String> = ["q", "l", "g", "p", "m", "o", "om"]
 
     // MARK: - auth
 
