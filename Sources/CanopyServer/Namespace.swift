@@ -20,6 +20,10 @@ public final class Namespace {
     public var policy: any AccessPolicy
     /// Rules source as last set (for `GET /.settings/rules.json`).
     public var rulesSource: String?
+    /// Why the namespace refuses service, while its saved rules cannot be loaded (nil otherwise). Every front end
+    /// answers its data requests with this message, and `policy` denies everyone, the admin too, until an admin
+    /// sets new rules (`NamespaceRegistry.setRules`).
+    public internal(set) var rulesFailure: String?
     /// Called once each batch is written to the WAL (before it is acknowledged), with the tree before it and its
     /// operations in commit order (for the realtime fan-out, which must deliver every operation's state, not
     /// only the batch's last one).

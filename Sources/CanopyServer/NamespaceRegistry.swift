@@ -24,12 +24,9 @@ public final class NamespaceRegistry {
         self.loop = loop
         self.directory = try DataDirectory(path: configuration.dataDirectory)
         if let file = configuration.rulesFile {
-            let source = try readTextFile(file)
-            do {
-                defaultRules = (RulesPolicy(rules: try CompiledRules.compile(source: source)), source)
-            } catch {
-                throw CredentialError(message: "rules file '\(file)' is invalid: \(error.userMessage)")
-            }
+            // Unreadable or invalid: the daemon does not start (`canopy serve` prints why and exits with 1).
+            let loaded = try RulesFile(path: file).load()
+            defaultRules = (RulesPolicy(rules: loaded.rules), loaded.source)
         } else if configuration.emulator {
             // The Firebase RTDB emulator starts every namespace with open rules ({".read": true, ".write": true};
             // firebase-tools #2483) and the JS SDK's useEmulator() sends no credential at all, so emulator mode
@@ -47,7 +44,7 @@ public final class NamespaceRegistry {
         if let existing = open[name] { return existing }
         let file = try directory.storePath(for: name)
         let exists = fileExists(file)
-        if !create && !exists && !fileExists(rulesFile(for: name)) { return nil }
+        if !create && !exists && rulesFile(for: name).isAbsent { return nil }
         if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
@@ -58,12 +55,7 @@ public final class NamespaceRegistry {
         let namespace = try Namespace(
             name: name, store: store, openStore: create, loop: loop, policy: defaultRules.policy)
         namespace.rulesSource = defaultRules.source
-        if let saved = try? readTextFile(rulesFile(for: name)),
-            let compiled = try? CompiledRules.compile(source: saved)
-        {
-            namespace.policy = RulesPolicy(rules: compiled)
-            namespace.rulesSource = saved
-        }
+        loadSavedRules(into: namespace)
         open[name] = namespace
         logger.info("ns.open", ["ns": name])
         onOpen?(namespace)
@@ -78,15 +70,49 @@ public final class NamespaceRegistry {
     /// Every namespace currently open.
     public var openNamespaces: [Namespace] { Array(open.values) }
 
-    /// Replaces a namespace's rules and persists them next to its database file.
-    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws {
-        try writeTextFileAtomically(rulesFile(for: namespace.name), source)
+    /// Replaces a namespace's rules and persists them next to its database file. This is also how an admin
+    /// repairs a namespace whose saved rules could not be loaded: service resumes with the new rules.
+    ///
+    /// - Throws: `RulesFileError` (`.notSaved`) when the file cannot be written; the rules in force stay.
+    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws(RulesFileError) {
+        let file = rulesFile(for: namespace.name)
+        do {
+            try file.save(source)
+        } catch {
+            logger.error("rules.save_failed", ["ns": namespace.name, "file": file.path, "error": error.reason])
+            throw error
+        }
+        if namespace.rulesFailure != nil { logger.notice("rules.repaired", ["ns": namespace.name]) }
         namespace.policy = RulesPolicy(rules: compiled)
         namespace.rulesSource = source
+        namespace.rulesFailure = nil
     }
 
-    private func rulesFile(for name: String) -> String {
-        configuration.dataDirectory + "/" + name + ".rules.json"
+    /// Gives a namespace being opened its saved rules, if it has any. Saved rules that cannot be read or compiled
+    /// fail closed, loudly: the namespace refuses service (see `Namespace.rulesFailure`) and the log says which
+    /// file and why. Falling back to the default rules instead could open data the saved rules protect.
+    private func loadSavedRules(into namespace: Namespace) {
+        let file = rulesFile(for: namespace.name)
+        if file.isAbsent { return }
+        do {
+            let saved = try file.load()
+            namespace.policy = RulesPolicy(rules: saved.rules)
+            namespace.rulesSource = saved.source
+        } catch {
+            logger.error(
+                "rules.load_failed",
+                ["ns": namespace.name, "file": file.path, "error": error.reason, "effect": "namespace refused"])
+            namespace.policy = DenyAllPolicy()
+            namespace.rulesSource = nil
+            namespace.rulesFailure =
+                "The security rules of namespace '\(namespace.name)' could not be loaded "
+                + "(\(error.problem == .invalid ? "invalid: " : "")\(error.reason)). It refuses every request until "
+                + "an admin replaces them with PUT /.settings/rules.json."
+        }
+    }
+
+    private func rulesFile(for name: String) -> RulesFile {
+        RulesFile(path: configuration.dataDirectory + "/" + name + ".rules.json")
     }
 
     /// Forgets namespaces that exist only in memory (never written, so no file) and that nothing uses any more:
@@ -115,20 +141,6 @@ public final class NamespaceRegistry {
 
 func fileExists(_ path: String) -> Bool {
     access(path, F_OK) == 0
-}
-
-/// Writes a file via a temporary file and rename, so readers never see half a file.
-func writeTextFileAtomically(_ path: String, _ text: String) throws {
-    let temporary = path + ".tmp"
-    guard let file = fopen(temporary, "wb") else { throw CredentialError(message: "cannot write '\(path)'") }
-    let bytes = Array(text.utf8)
-    let written = fwrite(bytes, 1, bytes.count, file)
-    fflush(file)
-    fsync(fileno(file))
-    fclose(file)
-    guard written == bytes.count, rename(temporary, path) == 0 else {
-        throw CredentialError(message: "cannot write '\(path)'")
-    }
 }
 
 #if canImport(Glibc)

@@ -36,16 +36,21 @@ final class ServerContext {
     }
 
     /// The namespace `name`, opened (empty and without a file when it is new) on first use.
-    func namespace(_ name: String) throws(NamespaceError) -> Namespace {
-        guard let namespace = try namespace(name, create: true) else { preconditionFailure("created on demand") }
+    func namespace(_ name: String, whileRulesFail: Bool = false) throws(NamespaceError) -> Namespace {
+        guard let namespace = try namespace(name, create: true, whileRulesFail: whileRulesFail) else {
+            preconditionFailure("created on demand")
+        }
         return namespace
     }
 
-    /// The namespace, or nil when it does not exist and `create` is false.
-    func namespace(_ name: String, create: Bool) throws(NamespaceError) -> Namespace? {
+    /// The namespace, or nil when it does not exist and `create` is false. A namespace whose saved rules cannot be
+    /// loaded is refused (`.rulesUnavailable`, naming the problem) unless `whileRulesFail`: the rules endpoint,
+    /// which repairs it, and the realtime transports, whose sessions refuse each request instead.
+    func namespace(_ name: String, create: Bool, whileRulesFail: Bool = false) throws(NamespaceError) -> Namespace? {
         guard DataDirectory.isValidNamespace(name) else { throw .invalidName(name) }
+        let namespace: Namespace?
         do {
-            return try registry.namespace(name, create: create)
+            namespace = try registry.namespace(name, create: create)
         } catch let error as StoreError {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": error.userMessage])
             throw .unavailable(name)
@@ -53,6 +58,8 @@ final class ServerContext {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": "\(error)"])
             throw .unavailable(name)
         }
+        if !whileRulesFail, let failure = namespace?.rulesFailure { throw .rulesUnavailable(failure) }
+        return namespace
     }
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
@@ -94,11 +101,14 @@ enum NamespaceError: CanopyError {
     case invalidName(String)
     /// Its database could not be opened (the log says why).
     case unavailable(String)
+    /// Its saved security rules cannot be read or parsed: it refuses service (the message says why and how to fix).
+    case rulesUnavailable(String)
 
     var code: String {
         switch self {
         case .invalidName: "invalid_namespace"
         case .unavailable: "namespace_unavailable"
+        case .rulesUnavailable: "rules_unavailable"
         }
     }
 
@@ -106,6 +116,7 @@ enum NamespaceError: CanopyError {
         switch self {
         case .invalidName(let name): "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'."
         case .unavailable(let name): "The database for namespace '\(name)' could not be opened."
+        case .rulesUnavailable(let message): message
         }
     }
 

@@ -101,4 +101,30 @@ import Testing
             #expect(try c.json("GET", "/room.json?ns=full2", headers: admin).json == ["a": 1, "b": 2])
         }
     }
+
+    /// A rules `PUT` whose file cannot be stored (the device is full) is a storage failure: 500, not a 400 as for
+    /// invalid rules, and the rules in force stay in force.
+    @Test func aRulesPutThatCannotBeStoredIsAServerErrorAndKeepsTheOldRules() throws {
+        try withServer { server in
+            let c = server.client()
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            let open = #"{"rules": {".read": true, ".write": false}}"#
+            #expect(try c.json("PUT", "/.settings/rules.json?ns=fullrules", open, headers: admin).status == 200)
+            // New rules are written to `<ns>.rules.json.tmp` and renamed over the old file: pointing that name at
+            // /dev/full makes their write fail as on a full disk (ENOSPC).
+            let temporary = server.dataDirectory + "/fullrules.rules.json.tmp"
+            try FileManager.default.createSymbolicLink(atPath: temporary, withDestinationPath: "/dev/full")
+            let closed = #"{"rules": {".read": false, ".write": false}}"#
+            let put = try c.json("PUT", "/.settings/rules.json?ns=fullrules", closed, headers: admin)
+            #expect(put.status == 500, "\(put.response.text)")
+            #expect(put.json?["error"]?.stringValue?.contains("could not be saved (No space left on device)") == true,
+                "\(put.response.text)")
+            let rules = try c.json("GET", "/.settings/rules.json?ns=fullrules", headers: admin)
+            #expect(rules.json?["rules"]?[".read"] == true)
+            #expect(try c.json("GET", "/x.json?ns=fullrules").status == 200)
+            // Saved as it was: the link did not replace the rules file.
+            let saved = try String(contentsOfFile: server.dataDirectory + "/fullrules.rules.json", encoding: .utf8)
+            #expect(saved == open)
+        }
+    }
 }

@@ -82,13 +82,19 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
     private(set) var port = 0
     private let output = Pipe()
 
-    init(dataDirectory: String, extraArguments: [String] = []) throws {
+    /// - Parameter logFile: where the daemon's log (its standard error, warnings and above) goes; discarded if nil.
+    init(dataDirectory: String, extraArguments: [String] = [], logFile: String? = nil) throws {
         self.dataDirectory = dataDirectory
         process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
         process.arguments =
             ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"] + extraArguments
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        if let logFile {
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logFile)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         var collected = ""
         let deadline = Date().addingTimeInterval(20)

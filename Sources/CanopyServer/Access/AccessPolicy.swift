@@ -91,3 +91,9 @@ public struct AdminOnlyPolicy: AccessPolicy {
 func adminEndpointDecision(_ identity: Identity) -> AccessDecision {
     identity.isEventAdmin ? .allow("event administrator") : .deny("the admin endpoints need an event administrator")
 }
+
+/// Fail closed: denies everyone, the admin credential included (a namespace whose saved rules cannot be loaded).
+public struct DenyAllPolicy: AccessPolicy {
+    public init() {}
+    public func decide(_ request: AccessRequest) -> AccessDecision { .deny("the rules could not be loaded") }
+}

@@ -118,11 +118,24 @@ func constantTimeEqual(_ a: String, _ b: String) -> Bool {
     return diff == 0
 }
 
-/// Reads a whole text file (rules, key files, seeds); throws a `CredentialError` naming the path.
+/// Reads a whole text file (key files, seeds); throws a `CredentialError` naming the path and the reason.
 public func readTextFile(_ path: String) throws -> String {
-    guard let file = fopen(path, "rb") else {
-        throw CredentialError(message: "cannot open '\(path)'")
+    do {
+        return try readFileContents(path)
+    } catch {
+        throw CredentialError(message: "cannot read '\(path)': \(error.reason)")
     }
+}
+
+/// Why `readFileContents` failed: the system's message ("No such file or directory", "Is a directory").
+struct FileReadError: Error {
+    let reason: String
+}
+
+/// Reads a whole text file. A read error (not only a failed open) is an error, never a short or empty text: a
+/// directory opens for reading on Linux, and only its first read fails.
+func readFileContents(_ path: String) throws(FileReadError) -> String {
+    guard let file = fopen(path, "rb") else { throw FileReadError(reason: String(cString: strerror(errno))) }
     defer { fclose(file) }
     var bytes: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
@@ -131,6 +144,7 @@ public func readTextFile(_ path: String) throws -> String {
         if n <= 0 { break }
         bytes += buffer[0..<n]
     }
+    if ferror(file) != 0 { throw FileReadError(reason: String(cString: strerror(errno))) }
     return String(decoding: bytes, as: UTF8.self)
 }
 

@@ -67,7 +67,7 @@ final class LongPollEndpoint {
         let namespace: Namespace
         do {
             let name = try context.namespaceName(request, params: params)
-            namespace = try context.namespace(name)
+            namespace = try context.namespace(name, whileRulesFail: true)
         } catch {
             responder.respond(LongPollConnection.response(Self.comment(error.userMessage), status: error.status))
             return

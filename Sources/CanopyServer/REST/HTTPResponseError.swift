@@ -64,6 +64,7 @@ extension NamespaceError: HTTPResponseError {
         switch self {
         case .invalidName: 400
         case .unavailable: 500
+        case .rulesUnavailable: 503
         }
     }
 }

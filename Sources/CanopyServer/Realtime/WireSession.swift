@@ -131,6 +131,12 @@ final class WireSession {
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
         logger.trace("wire.request", ["action": action, "r": r.map(String.init) ?? "-", "path": body["p"]?.stringValue ?? "-"])
+        if let failure = namespace.rulesFailure, Self.dataActions.contains(action) {
+            // The namespace's saved rules cannot be loaded: no data in or out until an admin replaces them. (The
+            // SDKs report `unavailable` as an error of the listen or write.)
+            reply(r, "unavailable", failure)
+            return
+        }
         switch action {
         case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
         case "auth", "gauth": authenticate(r, body)
@@ -147,6 +153,9 @@ final class WireSession {
         default: reply(r, "failure", "Unknown action '\(action)'.")
         }
     }
+
+    /// The actions that read or write data (listens, gets, writes, onDisconnect operations).
+    private static let dataActions: Set<String> = ["q", "l", "g", "p", "m", "o", "om"]
 
     // MARK: - auth
 
@@ -209,17 +218,8 @@ final class WireSession {
     // MARK: - listens
 
     private func listen(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r) else { return }
-        var query: QuerySpec?
-        if let q = body["q"], case .object(let members) = q, !members.isEmpty {
-            do {
-                let spec = try QuerySpec.fromWire(q)
-                query = spec.loadsAllData ? nil : spec
-            } catch {
-                reply(r, "failure", error.userMessage)
-                return
-            }
-        }
+        guard let path = parsePath(body["p"], r), let spec = parseQuery(body["q"], r) else { return }
+        let query = spec?.loadsAllData == true ? nil : spec
         let tag = body["t"]?.int64Value
         guard hub.allowed(identity, read: path, query: query, in: namespace) else {
             reply(r, "permission_denied", "Permission denied")
@@ -274,11 +274,8 @@ final class WireSession {
     }
 
     private func get(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r) else { return }
-        var query: QuerySpec?
-        if let q = body["q"], case .object(let members) = q, !members.isEmpty {
-            query = try? QuerySpec.fromWire(q)
-        }
+        // An invalid query fails as it does for a listen: never answered with the unfiltered data.
+        guard let path = parsePath(body["p"], r), let query = parseQuery(body["q"], r) else { return }
         guard hub.allowed(identity, read: path, query: query, in: namespace) else {
             reply(r, "permission_denied", "Permission denied")
             return
@@ -402,6 +399,18 @@ final class WireSession {
         }
         do {
             return try Path(parsing: text, allowPriorityLeaf: allowPriority)
+        } catch {
+            reply(r, "failure", error.userMessage)
+            return nil
+        }
+    }
+
+    /// The query of a listen or get: `.some(nil)` for none (absent or `{}`), nil after replying with a failure
+    /// when it is invalid.
+    private func parseQuery(_ value: JSONValue?, _ r: Int64?) -> QuerySpec?? {
+        guard let value, case .object(let members) = value, !members.isEmpty else { return .some(nil) }
+        do {
+            return .some(try QuerySpec.fromWire(value))
         } catch {
             reply(r, "failure", error.userMessage)
             return nil

@@ -179,6 +179,25 @@ import Testing
         }
     }
 
+    /// A get with an invalid query is refused as a listen with that query is, never answered with unfiltered data.
+    @Test func getWithAnInvalidQueryFailsAsAListenDoes() throws {
+        try withServer { server in
+            let a = try connect(server, "wsbadget")
+            try authAsAdmin(a, server)
+            #expect(a.reply(a.request("p", ["p": "/scores", "d": ["a": 1, "b": 5]]))?["d"]?["b"]?["s"] == "ok")
+            let invalid: [JSONValue] = [
+                ["l": -1], ["i": 5], ["i": "/"], ["l": 2, "vf": "x"], ["sp": [1]], ["i": ".key", "sp": 1],
+            ]
+            for query in invalid {
+                let listen = try #require(a.reply(a.request("q", ["p": "/scores", "q": query, "t": 1, "h": ""])))
+                #expect(listen["d"]?["b"]?["s"] == "failure", "listen \(query)")
+                let get = try #require(a.reply(a.request("g", ["p": "/scores", "q": query])))
+                #expect(get["d"]?["b"] == listen["d"]?["b"], "get \(query)")
+            }
+            #expect(a.push("d", path: "/scores", timeout: 0.3) == nil)
+        }
+    }
+
     /// Unindexed child queries still run; the `ok` carries the `no_index` warning the SDKs log.
     @Test func unindexedQueriesWarn() throws {
         try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
