@@ -15,8 +15,10 @@ final class LoopThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let started = DispatchSemaphore(value: 0)
 
-    init(setUp: @escaping @Sendable (EventLoop) -> Void = { _ in }) throws {
-        let loop = try EventLoop()
+    init(clock: any MonotonicClock = SystemMonotonicClock.shared, setUp: @escaping @Sendable (EventLoop) -> Void = { _ in })
+        throws
+    {
+        let loop = try EventLoop(clock: clock)
         self.loop = loop
         let (startedSignal, finishedSignal) = (started, finished)
         Thread { [self] in

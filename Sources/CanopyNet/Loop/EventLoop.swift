@@ -5,12 +5,14 @@
 //   2. fire the timers whose deadline has passed;
 //   3. run the before-sleep hooks (the server group-commits writes here), then the flush hooks (connections
 //      write the output they batched during the pass), each list in registration order;
-//   4. `epoll_wait` for at most the time to the next timer (0 when tasks are queued, forever when idle);
+//   4. `epoll_wait` for at most the time to the next timer (0 when tasks are queued, forever when idle or when
+//      the injected clock only moves by hand: advancing a `ManualClock` wakes the loop);
 //   5. dispatch each readiness event to the handler registered for its descriptor.
 // Registrations are level-triggered: a handler that leaves input unread is simply called again on the next
 // pass, and EPOLLOUT interest is held only while a connection has unwritten output. The epoll user data packs
 // the descriptor with a registration generation, so a stale event for a descriptor number that was closed and
-// reused within the same `epoll_wait` batch is dropped instead of reaching the new owner.
+// reused within the same `epoll_wait` batch is dropped instead of reaching the new owner. Every deadline reads
+// the loop's injected `MonotonicClock`, so tests move time by hand; `runPass()` drives one pass without blocking.
 import CCanopyLinux
 import CanopyCore
 import Synchronization
@@ -47,6 +49,8 @@ public final class EventLoop: @unchecked Sendable {
     /// Size of the scratch buffer connections read into (shared: only one handler runs at a time).
     package static let readBufferSize = 64 * 1024
 
+    /// The clock every timer and timeout on this loop reads.
+    public let clock: any MonotonicClock
     private let epollFD: Int32
     private let wakeFD: Int32
     private var signalFD: Int32 = -1
@@ -81,8 +85,9 @@ public final class EventLoop: @unchecked Sendable {
     package let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Creates the epoll set and its wake-up eventfd.
+    /// - Parameter clock: the time timers and timeouts read; a ``ManualClock`` in tests.
     /// - Throws: ``NetError`` when the kernel refuses a descriptor.
-    public init() throws {
+    public init(clock: any MonotonicClock = SystemMonotonicClock.shared) throws {
         let ep = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard ep >= 0 else { throw NetError.system(syscall: "epoll_create1", errno: ccanopy_errno()) }
         let wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -91,11 +96,13 @@ public final class EventLoop: @unchecked Sendable {
             Glibc.close(ep)
             throw NetError.system(syscall: "eventfd", errno: code)
         }
+        self.clock = clock
         epollFD = ep
         wakeFD = wake
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         sigemptyset(&signalMask)
         try register(fd: wake, readable: true, writable: false) { [unowned self] _ in self.drainWakeups() }
+        clock.onAdvance { [weak self] in self?.wake() }
     }
 
     deinit {
@@ -128,29 +135,50 @@ public final class EventLoop: @unchecked Sendable {
         defer { owner.store(0, ordering: .releasing) }
         var events = [epoll_event](repeating: epoll_event(), count: Int(Self.maxEventsPerWait))
         while !stopRequested.load(ordering: .acquiring) {
-            runPendingTasks()
-            runExpiredTimers()
-            for hook in beforeSleepHooks { hook() }
-            for hook in flushHooks { hook() }
-            while !flushQueue.isEmpty {
-                let queued = flushQueue
-                flushQueue.removeAll()
-                for flush in queued { flush() }
-            }
-            if stopRequested.load(ordering: .acquiring) { break }
-            let count = events.withUnsafeMutableBufferPointer { buffer in
-                epoll_wait(epollFD, buffer.baseAddress, Self.maxEventsPerWait, waitTimeoutMilliseconds())
-            }
-            if count < 0 {
-                let code = ccanopy_errno()
-                precondition(code == EINTR, "epoll_wait failed with errno \(code)")
-                continue
-            }
-            for index in 0..<Int(count) {
-                dispatch(events[index])
-            }
+            pass(events: &events, blocking: true)
         }
         stopRequested.store(false, ordering: .releasing)
+    }
+
+    /// Runs one pass on the calling thread without blocking: queued tasks, due timers, hooks and flushes, then
+    /// whatever readiness the kernel reports now. For tests that drive a loop by hand (never while ``run()``
+    /// runs on another thread).
+    package func runPass() {
+        assertInLoop()
+        var events = [epoll_event](repeating: epoll_event(), count: Int(Self.maxEventsPerWait))
+        pass(events: &events, blocking: false)
+    }
+
+    /// Whether a pass would find work without waiting for the kernel: queued tasks, due timers or flushes.
+    package var hasImmediateWork: Bool {
+        if pending.withLock({ !$0.isEmpty }) || !flushQueue.isEmpty { return true }
+        guard let first = timers.first else { return false }
+        return first.deadline <= clock.nowNanoseconds()
+    }
+
+    private func pass(events: inout [epoll_event], blocking: Bool) {
+        runPendingTasks()
+        runExpiredTimers()
+        for hook in beforeSleepHooks { hook() }
+        for hook in flushHooks { hook() }
+        while !flushQueue.isEmpty {
+            let queued = flushQueue
+            flushQueue.removeAll()
+            for flush in queued { flush() }
+        }
+        if stopRequested.load(ordering: .acquiring) { return }
+        let timeout = blocking ? waitTimeoutMilliseconds() : 0
+        let count = events.withUnsafeMutableBufferPointer { buffer in
+            epoll_wait(epollFD, buffer.baseAddress, Self.maxEventsPerWait, timeout)
+        }
+        if count < 0 {
+            let code = ccanopy_errno()
+            precondition(code == EINTR, "epoll_wait failed with errno \(code)")
+            return
+        }
+        for index in 0..<Int(count) {
+            dispatch(events[index])
+        }
     }
 
     /// Asks the loop to return from ``run()`` after the current pass. Thread-safe.
@@ -171,7 +199,7 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Schedules `work` on the loop after `afterMilliseconds` (monotonic time). Call on the loop.
+    /// Schedules `work` on the loop after `afterMilliseconds` of the loop's ``clock``. Call on the loop.
     /// - Returns: a handle that cancels the timer.
     @discardableResult
     public func schedule(afterMilliseconds: Int64, _ work: @escaping () -> Void) -> TimerHandle {
@@ -179,7 +207,7 @@ public final class EventLoop: @unchecked Sendable {
         let delay = UInt64(max(0, afterMilliseconds)) * 1_000_000
         timerSequence += 1
         let timer = TimerHandle(
-            deadline: monotonicNanoseconds() + delay, sequence: timerSequence, work: work, loop: self)
+            deadline: clock.nowNanoseconds() + delay, sequence: timerSequence, work: work, loop: self)
         timers.insert(timer)
         return timer
     }
@@ -333,7 +361,7 @@ public final class EventLoop: @unchecked Sendable {
 
     private func runExpiredTimers() {
         guard !timers.isEmpty else { return }
-        let now = monotonicNanoseconds()
+        let now = clock.nowNanoseconds()
         // Timers scheduled by a firing timer wait for the next pass, even with a zero delay.
         var due: [TimerHandle] = []
         while let first = timers.first, first.deadline <= now {
@@ -350,8 +378,9 @@ public final class EventLoop: @unchecked Sendable {
     private func waitTimeoutMilliseconds() -> Int32 {
         if pending.withLock({ !$0.isEmpty }) { return 0 }
         guard let first = timers.first else { return -1 }
-        let now = monotonicNanoseconds()
+        let now = clock.nowNanoseconds()
         guard first.deadline > now else { return 0 }
+        guard clock.advancesOnItsOwn else { return -1 }  // woken by the clock when it is moved
         let milliseconds = (first.deadline - now + 999_999) / 1_000_000
         return Int32(min(milliseconds, UInt64(Int32.max)))
     }
