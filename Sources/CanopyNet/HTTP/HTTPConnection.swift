@@ -1,17 +1,12 @@
 // HTTPConnection -- one accepted socket: reads and parses requests, keeps responses in order, batches output.
 //
-// Life of a connection (all on its loop):
-//   open ──request with Connection: close / EOF after requests / shutdown / error──▶ draining
-//   draining: no new requests are parsed; once every queued response is written the socket closes
-//   (after an error response it first "lingers": shuts down its write side and discards input for a moment,
-//   so the client reads the error instead of a TCP reset).
-//   A streaming response (SSE) makes the connection draining too; it closes when the stream ends.
-//   A WebSocket upgrade also stops HTTP parsing; once the 101 is written, input goes to the WebSocket
-//   decoder (with any bytes that arrived behind the upgrade request) and frames share the same output.
+// The phases (open, draining, streaming, upgrading, WebSocket, closing, lingering) and every decision that
+// follows from them live in `HTTPConnectionStateMachine`; this class performs the effects: socket reads and
+// writes, parsing, interest changes and timers.
 // Reading pauses (EPOLLIN interest dropped) while too many requests await answers or unwritten output is
 // above the soft limit. Output is appended during the loop pass and written by the server's flush hook;
 // EPOLLOUT interest is held only while output remains. One timer at a time guards the connection: idle
-// (between requests), head (slowloris), body (no progress) or linger.
+// (between requests), head (slowloris), body (no progress), linger, or WebSocket idle; all read the loop's clock.
 import CCanopyLinux
 import CanopyCore
 
@@ -20,7 +15,7 @@ import CanopyCore
 #endif
 
 final class HTTPConnection {
-    private enum TimerKind { case none, idle, head, body, linger, webSocketIdle }
+    private typealias TimerKind = HTTPConnectionStateMachine.TimerKind
 
     let id: Int
     let fd: Int32
@@ -33,25 +28,15 @@ final class HTTPConnection {
     private var outputOffset = 0
     private var pipeline: [PipelineEntry] = []
 
-    private(set) var isClosed = false
-    /// No further requests are read; close once the pipeline is empty and output written.
-    private var isDraining = false
-    private var isStreaming = false
-    /// A 101 is queued; HTTP parsing has stopped and input is kept for the WebSocket.
-    private var isUpgrading = false
+    private var machine: HTTPConnectionStateMachine
+    /// The WebSocket frames go to once the 101 is written (the machine is then in its `webSocket` phase).
     private var webSocket: WebSocketConnection?
-    private var closeAfterWrite = false
-    private var lingerOnClose = false
-    private var isLingering = false
-    private var peerClosed = false
-    private var requestCount = 0
     var isDirty = false
 
     /// The interest last registered with the loop (readable, writable), so unchanged interest costs no lookup.
     private var registeredInterest = (readable: true, writable: false)
     private var timer: TimerHandle?
     private var timerKind = TimerKind.none
-    private var lastActivity: UInt64 = 0
 
     init(id: Int, fd: Int32, remoteAddress: String, loop: EventLoop, server: HTTPServer, limits: HTTPServerLimits) {
         self.id = id
@@ -61,7 +46,10 @@ final class HTTPConnection {
         self.server = server
         self.limits = limits
         self.parser = HTTPRequestParser(limits: limits.parserLimits)
+        self.machine = HTTPConnectionStateMachine(now: loop.clock.nowNanoseconds())
     }
+
+    var isClosed: Bool { machine.isClosed }
 
     deinit {
         // A WebSocket holds its connection unowned and touches it only while open: it must learn the connection
@@ -77,7 +65,7 @@ final class HTTPConnection {
         try loop.register(fd: fd, readable: true, writable: false) { [unowned self] events in
             self.handle(events)
         }
-        lastActivity = monotonicNanoseconds()
+        machine.activity(at: loop.clock.nowNanoseconds())
         updateTimer()
     }
 
@@ -99,31 +87,29 @@ final class HTTPConnection {
         let result = Socket.read(fd, into: loop.readBuffer)
         switch result {
         case .transferred(let count):
-            lastActivity = monotonicNanoseconds()
+            machine.activity(at: loop.clock.nowNanoseconds())
             let bytes = UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count])
-            // Lingering or streaming: input is only read to notice the peer closing.
-            if isLingering || isStreaming { return }
-            if let webSocket {
-                webSocket.receive(bytes)
+            switch machine.bytesReceived() {
+            case .discard:
+                // Lingering, streaming or draining: input is only read to notice the peer closing.
+                return
+            case .deliverToWebSocket:
+                webSocket?.receive(bytes)
                 updateInterest()
-                return
-            }
-            if isUpgrading {
+            case .bufferForUpgrade:
                 parser.append(bytes)
-                return
+            case .parse:
+                parser.append(bytes)
+                processInput()
             }
-            guard !isDraining else { return }
-            parser.append(bytes)
-            processInput()
         case .wouldBlock:
             return
         case .endOfFile:
-            if isLingering || isStreaming || webSocket != nil || pipeline.isEmpty || peerClosed {
+            switch machine.endOfInput(hasUnansweredRequests: !pipeline.isEmpty) {
+            case .close:
                 close()
-            } else {
+            case .finishAnswers:
                 // Half-close after sending requests (`nc -N`, `curl` with `--no-keepalive`): answer, then close.
-                peerClosed = true
-                isDraining = true
                 updateInterest()
                 updateTimer()
             }
@@ -134,7 +120,7 @@ final class HTTPConnection {
 
     /// Parses buffered input into requests and hands them to the handler, until paused.
     private func processInput() {
-        while !isClosed, !isDraining, !isStreaming, !isBackpressured {
+        while machine.acceptsRequests, !isBackpressured {
             let event: HTTPParserEvent?
             do {
                 event = try parser.next()
@@ -150,10 +136,9 @@ final class HTTPConnection {
                 markDirty()
             case .request(var request):
                 request.remoteAddress = remoteAddress
-                requestCount += 1
                 let entry = PipelineEntry(keepAlive: request.keepAlive, isHTTP10: request.version == .http10)
                 pipeline.append(entry)
-                if !request.keepAlive { isDraining = true }
+                machine.requestParsed(keepAlive: request.keepAlive)
                 guard let server else { return }
                 server.handler.handle(request, HTTPResponder(connection: self, entry: entry))
             }
@@ -171,8 +156,7 @@ final class HTTPConnection {
         pipeline.append(
             PipelineEntry(state: .response(.error(status: status, message: message)), keepAlive: false, isHTTP10: false)
         )
-        isDraining = true
-        lingerOnClose = true
+        machine.requestFailed()
         markDirty()
         updateInterest()
         updateTimer()
@@ -185,16 +169,14 @@ final class HTTPConnection {
     }
 
     func streamStarted() {
-        isStreaming = true
-        isDraining = true
+        machine.streamStarted()
         markDirty()
         updateInterest()
         updateTimer()
     }
 
     func upgradeStarted() {
-        isUpgrading = true
-        isDraining = true
+        machine.upgradeStarted()
         markDirty()
         updateInterest()
         updateTimer()
@@ -202,8 +184,7 @@ final class HTTPConnection {
 
     /// A close frame was queued: close (lingering) once it is written.
     func webSocketClosing() {
-        closeAfterWrite = true
-        lingerOnClose = true
+        machine.webSocketClosing()
         markDirty()
     }
 
@@ -248,12 +229,12 @@ final class HTTPConnection {
                 pipeline.removeFirst()
             case .response(let response):
                 pipeline.removeFirst()
-                let closing = !entry.keepAlive || (isDraining && pipeline.isEmpty)
+                let closing = !entry.keepAlive || (!machine.acceptsRequests && pipeline.isEmpty)
                 let persistence: HTTPResponseWriter.Persistence =
                     closing ? .close : (entry.isHTTP10 ? .keepAliveHTTP10 : .keepAlive)
                 output.append(contentsOf: HTTPResponseWriter.bytes(for: response, persistence: persistence))
                 if closing {
-                    closeAfterWrite = true
+                    machine.lastAnswerQueued()
                     abandonPipeline()
                     return
                 }
@@ -265,7 +246,7 @@ final class HTTPConnection {
                 output.append(contentsOf: stream.takeBuffer())
                 if stream.isClosed {
                     pipeline.removeFirst()
-                    closeAfterWrite = true
+                    machine.lastAnswerQueued()
                     abandonPipeline()
                 }
                 return
@@ -274,14 +255,14 @@ final class HTTPConnection {
                 output.append(contentsOf: responseBytes)
                 upgraded.switched(into: &output)
                 abandonPipeline()
-                isUpgrading = false
+                machine.upgradeCompleted()
                 webSocket = upgraded
                 let early = parser.takeRemainingBytes()
                 if !early.isEmpty { upgraded.receive(early) }
                 return
             }
         }
-        if isDraining && webSocket == nil { closeAfterWrite = true }
+        if machine.closesWhenPipelineEmpty { machine.lastAnswerQueued() }
     }
 
     private func abandonPipeline() {
@@ -300,7 +281,7 @@ final class HTTPConnection {
             switch result {
             case .transferred(let count):
                 outputOffset += count
-                lastActivity = monotonicNanoseconds()
+                machine.activity(at: loop.clock.nowNanoseconds())
             case .wouldBlock:
                 break
             case .endOfFile, .failed:
@@ -313,15 +294,24 @@ final class HTTPConnection {
             // Idle connections keep little memory: only small buffers are kept for reuse.
             output.removeAll(keepingCapacity: output.capacity <= 8 * 1024)
             outputOffset = 0
-            if closeAfterWrite {
-                finishClosing()
+            switch machine.outputWritten() {
+            case .none:
+                break
+            case .close:
+                close()
+                return
+            case .linger:
+                // Stop sending, keep reading (and discarding) until the peer closes or the linger timer fires.
+                Socket.shutdownWrite(fd)
+                updateInterest()
+                updateTimer()
                 return
             }
         } else if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
             output.removeSubrange(0..<outputOffset)
             outputOffset = 0
         }
-        if (isStreaming || webSocket != nil) && streamingBacklog > limits.outputHardLimitBytes {
+        if machine.isSubjectToHardLimit && streamingBacklog > limits.outputHardLimitBytes {
             if let server {
                 server.slowConsumersDisconnected += 1
                 server.logger.warning(
@@ -345,24 +335,12 @@ final class HTTPConnection {
         }
     }
 
-    private func finishClosing() {
-        guard lingerOnClose, !peerClosed else {
-            close()
-            return
-        }
-        // Stop sending, keep reading (and discarding) until the peer closes or the linger timer fires.
-        isLingering = true
-        Socket.shutdownWrite(fd)
-        updateInterest()
-        updateTimer()
-    }
-
     // MARK: Shutdown and close
 
     /// Graceful server shutdown: finish the answers in flight, end streams, close idle connections.
     func beginShutdown() {
         guard !isClosed else { return }
-        isDraining = true
+        machine.shutdownBegan()
         for entry in pipeline {
             if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
         }
@@ -375,7 +353,7 @@ final class HTTPConnection {
     /// Closes the socket now; unanswered requests are abandoned and open streams notified.
     func close() {
         guard !isClosed else { return }
-        isClosed = true
+        machine.closed()
         timer?.cancel()
         timer = nil
         loop.unregister(fd: fd)
@@ -400,66 +378,50 @@ final class HTTPConnection {
 
     private func updateInterest() {
         guard !isClosed else { return }
-        let isWebSocketOpen = webSocket.map { !$0.isClosed } ?? false
-        let readable =
-            isLingering || isStreaming
-            || (isWebSocketOpen && pendingOutputBytes <= limits.outputSoftLimitBytes)
-            || (!isDraining && !isBackpressured)
+        let readable = machine.wantsToRead(
+            isBackpressured: isBackpressured, isWebSocketOpen: webSocket.map { !$0.isClosed } ?? false,
+            isOverSoftLimit: pendingOutputBytes > limits.outputSoftLimitBytes)
         let writable = pendingOutputBytes > 0
         guard readable != registeredInterest.readable || writable != registeredInterest.writable else { return }
         registeredInterest = (readable, writable)
         loop.setInterest(fd: fd, readable: readable, writable: writable)
     }
 
-    private func desiredTimer() -> TimerKind {
-        if isClosed { return .none }
-        if isLingering { return .linger }
-        if webSocket != nil { return .webSocketIdle }
-        if isStreaming || !pipeline.isEmpty { return .none }
-        if pendingOutputBytes > 0 { return .idle }
-        switch parser.phase {
-        case .idle: return .idle
-        case .head: return .head
-        case .body: return .body
-        }
-    }
-
     private func updateTimer() {
-        let kind = desiredTimer()
+        let phase: HTTPConnectionStateMachine.ParserPhase =
+            switch parser.phase {
+            case .idle: .idle
+            case .head: .head
+            case .body: .body
+            }
+        let kind = machine.timer(
+            isPipelineEmpty: pipeline.isEmpty, hasPendingOutput: pendingOutputBytes > 0, parser: phase)
         guard kind != timerKind else { return }
         timer?.cancel()
         timer = nil
         timerKind = kind
-        let milliseconds: Int64
-        switch kind {
-        case .none: return
-        case .idle:
-            milliseconds = requestCount == 0 ? min(limits.headerTimeoutMs, limits.idleTimeoutMs) : limits.idleTimeoutMs
-        case .head: milliseconds = limits.headerTimeoutMs
-        case .body: milliseconds = limits.bodyTimeoutMs
-        case .linger: milliseconds = limits.lingerTimeoutMs
-        case .webSocketIdle: milliseconds = limits.idleTimeoutMs
-        }
+        guard let milliseconds = machine.timeoutMilliseconds(kind, limits: limits) else { return }
+        arm(kind, afterMilliseconds: milliseconds)
+    }
+
+    private func arm(_ kind: TimerKind, afterMilliseconds milliseconds: Int64) {
+        timerKind = kind
         timer = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in self?.timerFired(kind) }
     }
 
     private func timerFired(_ kind: TimerKind) {
         timer = nil
         timerKind = .none
-        guard !isClosed else { return }
-        switch kind {
+        switch machine.timerFired(kind, now: loop.clock.nowNanoseconds(), limits: limits) {
         case .none:
             return
-        case .idle, .linger:
+        case .close:
             close()
-        case .head:
+        case .failRequestTimeout:
             fail(status: 408, message: "Request timeout")
-        case .body:
-            if !rescheduleIfActive(kind, timeoutMs: limits.bodyTimeoutMs) {
-                fail(status: 408, message: "Request timeout")
-            }
-        case .webSocketIdle:
-            guard !rescheduleIfActive(kind, timeoutMs: limits.idleTimeoutMs) else { return }
+        case .rearm(let milliseconds):
+            arm(kind, afterMilliseconds: milliseconds)
+        case .terminateWebSocket:
             if let webSocket, !webSocket.isClosed {
                 webSocket.terminate(code: 1001)  // going away; closes once the close frame is written
                 updateTimer()
@@ -467,16 +429,5 @@ final class HTTPConnection {
                 close()  // even the close frame could not be written
             }
         }
-    }
-
-    /// Inactivity timers are not reset on every read; when one fires early relative to the last
-    /// activity it is re-armed for the remainder.
-    /// - Returns: true if re-armed, false if the connection really was inactive for `timeoutMs`.
-    private func rescheduleIfActive(_ kind: TimerKind, timeoutMs: Int64) -> Bool {
-        let idleFor = Int64((monotonicNanoseconds() - lastActivity) / 1_000_000)
-        guard idleFor < timeoutMs else { return false }
-        timerKind = kind
-        timer = loop.schedule(afterMilliseconds: timeoutMs - idleFor) { [weak self] in self?.timerFired(kind) }
-        return true
     }
 }
