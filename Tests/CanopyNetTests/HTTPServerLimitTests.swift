@@ -1,44 +1,32 @@
-// HTTPServerLimitTests -- live tests of backpressure, forced shutdown, dropped responders and garbage input.
+// HTTPServerLimitTests -- backpressure and the hard output limit (in memory), dropped responders and garbage input.
 import CanopyNet
 import Foundation
 import Synchronization
 import Testing
 
-/// Responders parked by a handler until the test releases them (touched only on the loop).
-final class ParkedResponders: @unchecked Sendable {  // safe: `parked` is used only on the server's loop
-    var parked: [(String, HTTPResponder)] = []
-    let handled = Counter()
-}
-
 @Suite(.timeLimit(.minutes(1))) struct HTTPServerLimitTests {
     @Test func pipeliningPausesAtTheLimitAndResumesInOrder() throws {
         var limits = HTTPServerLimits()
         limits.maxPipelinedRequests = 2
-        let box = ParkedResponders()
-        let server = try TestServer(limits: limits) { request, responder in
-            box.handled.increment()
-            box.parked.append((request.path, responder))
+        var parked: [(String, HTTPResponder)] = []
+        var handled = 0
+        let harness = try ConnectionHarness(limits: limits) { request, responder in
+            handled += 1
+            parked.append((request.path, responder))
         }
-        defer { server.stop() }
-        let client = try TestClient(port: server.port)
-        try client.send((1...5).map { "GET /\($0) HTTP/1.1\r\n\r\n" }.joined())
-        #expect(eventually { box.handled.value == 2 })
-        usleep(100_000)
-        #expect(box.handled.value == 2)  // the third request waits for an answer
-        var released = 0
-        while released < 5 {
-            #expect(eventually { server.onLoop { [box] in box.parked.count } > 0 })
-            released += server.onLoop { [box] in
-                let answered = box.parked.count
-                for (path, responder) in box.parked {
-                    responder.respond(HTTPResponse(status: 200, body: Array(path.utf8)))
-                }
-                box.parked.removeAll()
-                return answered
-            }
+        let peer = try harness.connect()
+        peer.send((1...5).map { "GET /\($0) HTTP/1.1\r\n\r\n" }.joined())
+        #expect(handled == 2)  // the loop is quiet: the third request waits for an answer
+        var bodies: [String] = []
+        while bodies.count < 5 {
+            try #require(!parked.isEmpty)
+            for (path, responder) in parked { responder.respond(HTTPResponse(status: 200, body: Array(path.utf8))) }
+            parked.removeAll()
+            harness.run()
+            while let response = try peer.response() { bodies.append(response.bodyText) }
         }
-        let bodies = try (1...5).map { _ in try client.readResponse().bodyText }
         #expect(bodies == ["/1", "/2", "/3", "/4", "/5"])
+        #expect(handled == 5)
     }
 
     @Test func droppedResponderAnswers500() throws {
@@ -49,21 +37,6 @@ final class ParkedResponders: @unchecked Sendable {  // safe: `parked` is used o
         let response = try client.readResponse()
         #expect(response.status == 500)
         #expect(response.bodyText.hasPrefix("{\"error\":"))
-    }
-
-    @Test func gracefulShutdownForceClosesAfterItsDeadline() throws {
-        var limits = HTTPServerLimits()
-        limits.shutdownTimeoutMs = 150
-        let box = ParkedResponders()
-        let server = try TestServer(limits: limits) { request, responder in
-            box.handled.increment()
-            box.parked.append((request.path, responder))  // never answered
-        }
-        let client = try TestClient(port: server.port)
-        try client.send("GET /stuck HTTP/1.1\r\n\r\n")
-        #expect(eventually { box.handled.value == 1 })
-        server.stop(graceful: true)  // returns once the loop has stopped
-        #expect(client.waitForClose())
     }
 
     @Test func garbageNeverTakesTheServerDown() throws {
@@ -87,25 +60,29 @@ final class ParkedResponders: @unchecked Sendable {  // safe: `parked` is used o
     }
 
     @Test func webSocketThatDoesNotReadIsClosedAtTheHardLimit() throws {
-        let closed = Counter()
+        var closed = 0
         var limits = HTTPServerLimits()
         limits.outputHardLimitBytes = 256 * 1024
-        var loopRef: EventLoop?
-        let server = try TestServer(limits: limits) { request, responder in
+        var pumped = 0
+        var harnessLoop: EventLoop?
+        let harness = try ConnectionHarness(limits: limits) { request, responder in
             guard let socket = responder.upgradeToWebSocket(request) else { return }
-            socket.onClose = { closed.increment() }
+            socket.onClose = { closed += 1 }
             let text = String(repeating: "x", count: 128 * 1024)
             func pump() {
                 guard !socket.isClosed else { return }
                 socket.send(text: text)
-                loopRef!.schedule(afterMilliseconds: 1) { pump() }
+                pumped += 1
+                harnessLoop!.schedule(afterMilliseconds: 1) { pump() }
             }
             pump()
         }
-        loopRef = server.loop
-        defer { server.stop() }
-        let client = try TestClient(port: server.port)
-        try client.send(WebSocketConnectionTests.upgrade)
-        #expect(eventually { closed.value == 1 })
+        harnessLoop = harness.loop
+        let peer = try harness.connect(sendBufferBytes: 64 * 1024)
+        peer.send(WebSocketConnectionTests.upgrade)  // and never reads again
+        for _ in 0..<1_000 where closed == 0 { harness.advance(byMilliseconds: 1) }
+        #expect(closed == 1)
+        #expect(harness.server.slowConsumersDisconnected == 1)
+        #expect(pumped < 1_000)
     }
 }

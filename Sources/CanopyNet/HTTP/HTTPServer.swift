@@ -52,6 +52,18 @@ public final class HTTPServer {
         loop.addFlushHook { [weak self] in self?.flushDirtyConnections() }
     }
 
+    /// A server without a listening socket, for in-memory tests that hand it connected descriptors through
+    /// ``adopt(fd:remoteAddress:)`` (one end of a socket pair) on a loop driven by hand.
+    package init(loop: EventLoop, limits: HTTPServerLimits, handler: any HTTPHandler) {
+        loop.assertInLoop()
+        self.loop = loop
+        self.limits = limits
+        self.handler = handler
+        self.listenFD = -1
+        self.port = 0
+        loop.addFlushHook { [weak self] in self?.flushDirtyConnections() }
+    }
+
     deinit {
         // A started server must be shut down on its loop; an unstarted one only owns its descriptor.
         if listenFD >= 0 && !isRegistered { Socket.close(listenFD) }
@@ -139,18 +151,25 @@ public final class HTTPServer {
                 refuse(fd)
                 continue
             }
-            nextConnectionID += 1
-            let connection = HTTPConnection(
-                id: nextConnectionID, fd: fd, remoteAddress: peer, loop: loop, server: self, limits: limits)
             do {
-                try connection.start()
+                try adopt(fd: fd, remoteAddress: peer)
             } catch {
                 Socket.close(fd)
-                continue
             }
-            connections[connection.id] = connection
-            logger.trace("conn.open", ["conn": "\(connection.id)", "peer": peer])
         }
+    }
+
+    /// Serves the connected, non-blocking descriptor `fd` as an accepted connection; it is closed with the
+    /// connection. Call on the loop.
+    /// - Throws: ``NetError`` when the descriptor cannot be registered (the caller still owns it then).
+    package func adopt(fd: Int32, remoteAddress: String) throws(NetError) {
+        loop.assertInLoop()
+        nextConnectionID += 1
+        let connection = HTTPConnection(
+            id: nextConnectionID, fd: fd, remoteAddress: remoteAddress, loop: loop, server: self, limits: limits)
+        try connection.start()
+        connections[connection.id] = connection
+        logger.trace("conn.open", ["conn": "\(connection.id)", "peer": remoteAddress])
     }
 
     // Built once, so without a `Date` (optional for 5xx answers; a frozen one would be wrong).

@@ -143,10 +143,12 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs one pass on the calling thread without blocking: queued tasks, due timers, hooks and flushes, then
     /// whatever readiness the kernel reports now. For tests that drive a loop by hand (never while ``run()``
     /// runs on another thread).
-    package func runPass() {
+    /// - Returns: the number of readiness events dispatched.
+    @discardableResult
+    package func runPass() -> Int {
         assertInLoop()
         var events = [epoll_event](repeating: epoll_event(), count: Int(Self.maxEventsPerWait))
-        pass(events: &events, blocking: false)
+        return pass(events: &events, blocking: false)
     }
 
     /// Whether a pass would find work without waiting for the kernel: queued tasks, due timers or flushes.
@@ -156,7 +158,8 @@ public final class EventLoop: @unchecked Sendable {
         return first.deadline <= clock.nowNanoseconds()
     }
 
-    private func pass(events: inout [epoll_event], blocking: Bool) {
+    @discardableResult
+    private func pass(events: inout [epoll_event], blocking: Bool) -> Int {
         runPendingTasks()
         runExpiredTimers()
         for hook in beforeSleepHooks { hook() }
@@ -166,7 +169,7 @@ public final class EventLoop: @unchecked Sendable {
             flushQueue.removeAll()
             for flush in queued { flush() }
         }
-        if stopRequested.load(ordering: .acquiring) { return }
+        if stopRequested.load(ordering: .acquiring) { return 0 }
         let timeout = blocking ? waitTimeoutMilliseconds() : 0
         let count = events.withUnsafeMutableBufferPointer { buffer in
             epoll_wait(epollFD, buffer.baseAddress, Self.maxEventsPerWait, timeout)
@@ -174,11 +177,12 @@ public final class EventLoop: @unchecked Sendable {
         if count < 0 {
             let code = ccanopy_errno()
             precondition(code == EINTR, "epoll_wait failed with errno \(code)")
-            return
+            return 0
         }
         for index in 0..<Int(count) {
             dispatch(events[index])
         }
+        return Int(count)
     }
 
     /// Asks the loop to return from ``run()`` after the current pass. Thread-safe.
