@@ -139,10 +139,15 @@ func seedFile(_ name: String) -> String {
                 #expect(try c.json("PATCH", "/private/admin/pendingContent/-OKzKOoLaQT_8iMGWeID.json?ns=\(Self.ns)", body, headers: admin).status == 200)
                 #expect(try publish(server, c).status == 200)
             }
+            // A fence on each location, written after the last publish: each stream's events arrive in commit order,
+            // so every event a publish caused (an extra one included) is recorded before the fence's.
+            for location in locations {
+                #expect(try c.json("PUT", "/\(location)/\(SSERecorder.fence).json?ns=\(Self.ns)", "true", headers: admin).status == 200)
+            }
             let expectedCounts = [publishes + 1, publishes + 1, 1]
             let allowedSizes: [Set<Int>] = [[4, 5], [1, 2], [1]]
             for (index, recorder) in recorders.enumerated() {
-                let seen = recorder.waitFor(count: expectedCounts[index])
+                let seen = try #require(recorder.eventsBeforeFence(), "\(locations[index]): the fence never arrived")
                 recorder.stop()
                 #expect(seen.count == expectedCounts[index], "\(locations[index]): one initial event and one per change")
                 for event in seen {
@@ -181,12 +186,21 @@ final class SSERecorder: @unchecked Sendable {  // safe: `client` is used only b
         }.start()
     }
 
-    /// The events so far, after waiting up to 10 s for `count` of them (and a little longer for extra ones).
-    func waitFor(count: Int) -> [JSONValue] {
-        let deadline = Date().addingTimeInterval(10)
-        while events.withLock({ $0.count }) < count && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        Thread.sleep(forTimeInterval: 0.2)
-        return events.withLock { $0 }
+    /// The child a test writes last to mark the end of the events it waits for.
+    static let fence = "zzFence"
+
+    /// The events recorded before the fence's, once it has arrived (polling the reader thread for up to 20 s);
+    /// nil if it never did.
+    func eventsBeforeFence() -> [JSONValue]? {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let recorded = events.withLock { $0 }
+            if let end = recorded.firstIndex(where: { $0["path"]?.stringValue == "/\(Self.fence)" }) {
+                return Array(recorded[..<end])
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
     }
 
     func stop() { client.close() }

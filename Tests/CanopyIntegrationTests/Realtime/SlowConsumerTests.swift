@@ -11,7 +11,7 @@ import Testing
 #endif
 
 @Suite struct SlowConsumerTests {
-    /// A raw WebSocket peer that listens on `path` as admin and then never reads.
+    /// A raw WebSocket peer that listens on `path` as admin, reads until its listen is answered, then never reads.
     final class StalledSubscriber {
         let fd: Int32
 
@@ -41,6 +41,24 @@ import Testing
             }
         }
 
+        /// Reads until the reply to the listen (request 2) has arrived: the listen has then joined its group. The
+        /// server's frames are unmasked, so the reply's JSON text appears as is in the byte stream.
+        func waitForListen(timeout: TimeInterval) -> Bool {
+            let reply = Array(#"{"t":"d","d":{"r":2,"b":{"s":"ok""#.utf8)
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 100) > 0 else { continue }
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                guard n > 0 else { return false }
+                received += buffer[0..<n]
+                if received.indices.contains(where: { received[$0...].starts(with: reply) }) { return true }
+            }
+            return false
+        }
+
         /// Reads whatever the kernel holds until the server's close arrives (EOF or reset); false on timeout.
         func drainUntilClosed(timeout: TimeInterval) -> Bool {
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
@@ -63,8 +81,8 @@ import Testing
             let (writer, reader) = try WireProtocolTests().connectAdmins(server, "slow")
             #expect(reader.reply(reader.request("q", ["p": "/big", "h": ""]))?["d"]?["b"]?["s"] == "ok")
             let stalled = try StalledSubscriber(port: server.port, namespace: "slow", admin: server.admin, path: "/big")
-            // Let the stalled listen register before the flood (its own initial value is tiny).
-            Thread.sleep(forTimeInterval: 0.3)
+            // The stalled listen has joined before the flood (its own initial value is tiny); from here it never reads.
+            #expect(stalled.waitForListen(timeout: 10))
             // 40 writes of 256 KiB: 10 MiB, far past 1 MiB plus what the kernel buffers for the stalled socket.
             let chunk = String(repeating: "x", count: 256 * 1024)
             var last: Int64 = 0
