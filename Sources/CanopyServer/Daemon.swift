@@ -29,7 +29,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         // One process per data directory: a second daemon (or an offline import) is refused.
         directoryLock = try DataDirectory(path: configuration.dataDirectory).lock()
         credentials = try Credentials(configuration: configuration)
-        loop = try EventLoop()
+        loop = try EventLoop(clock: configuration.loopClock)
     }
 
     /// Binds the listening socket; `port` is known afterwards.

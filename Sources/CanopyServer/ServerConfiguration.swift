@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
+    /// The monotonic clock the event loop's timers read: every timeout, keep-alive and idle sweep (a
+    /// `ManualClock` in tests, which then decide when time passes).
+    public var loopClock: any MonotonicClock = SystemMonotonicClock.shared
     /// Test hook: the most pages a namespace's database file may grow to (`StoreOptions.maximumPageCount`), so a
     /// large write fails like one on a full disk.
     package var maximumPagesPerNamespace: Int? = nil

@@ -5,7 +5,9 @@
 // whatever is queued, or empty) and is held in its place, so the SDK always has exactly one poll waiting while
 // idle and a second one only while it has data to send. Messages queued during one loop pass leave together in
 // one answer. A held poll is answered empty after `pollHoldMilliseconds`; a session that sends no request for
-// `idleTimeoutMilliseconds` is ended by its endpoint, which runs its onDisconnect operations.
+// `idleTimeoutMilliseconds` of the loop's clock is ended by its endpoint, which runs its onDisconnect operations.
+// The decisions (phase, held poll, outbox, numbering, idleness) are `LongPollSessionStateMachine`'s; this class
+// keeps the held responder and the timers and performs them.
 
 import CanopyCore
 import CanopyNet
@@ -14,11 +16,8 @@ import CanopyNet
 final class LongPollConnection: WireTransport {
     let id: String
     let password: String
-    let callbackID: String?
     let namespaceName: String
     private let loop: EventLoop
-    private let limits: LongPollLimits
-    private let clock: any WallClock
     private let logger = Logger(label: "canopy.longpoll")
 
     var onText: ((String) -> Void)?
@@ -31,33 +30,30 @@ final class LongPollConnection: WireTransport {
     var upgrade: LongPollUpgrade?
 
     private var reassembler: LongPollReassembler
-    /// Complete server messages (JSON texts) not yet handed to a poll.
-    private var outbox: [String] = []
-    private var outboxBytes = 0
+    private var machine: LongPollSessionStateMachine
+    /// The poll being held; the machine's `isHoldingPoll` says whether there is one.
     private var held: HTTPResponder?
     private var holdTimer: TimerHandle?
     private var flushTimer: TimerHandle?
-    private var nextResponseNumber = 0
-    /// Wall-clock time of the last request, for the idle timeout.
-    private(set) var lastRequestAt: Int64
-    private(set) var isClosed = false
-    /// Handed over to another transport: the next poll gets what is queued and the `close` command.
-    private var retiring = false
 
     init(
         id: String, password: String, callbackID: String?, namespaceName: String, loop: EventLoop,
-        limits: LongPollLimits, clock: any WallClock
+        limits: LongPollLimits
     ) {
         self.id = id
         self.password = password
-        self.callbackID = callbackID
         self.namespaceName = namespaceName
         self.loop = loop
-        self.limits = limits
-        self.clock = clock
         self.reassembler = LongPollReassembler(limits: limits)
-        self.lastRequestAt = clock.nowMilliseconds()
+        self.machine = LongPollSessionStateMachine(
+            callbackID: callbackID, limits: limits, now: loop.clock.nowNanoseconds())
     }
+
+    var callbackID: String? { machine.callbackID }
+    var isClosed: Bool { machine.isClosed }
+
+    /// Whether the session's last request is at least the idle timeout old (on the loop's clock).
+    var isIdle: Bool { machine.isIdle(now: loop.clock.nowNanoseconds()) }
 
     /// Whether `candidate` is this session's password, compared in time independent of where they differ.
     func accepts(password candidate: String) -> Bool {
@@ -68,19 +64,20 @@ final class LongPollConnection: WireTransport {
 
     /// The answer to the `start` request: the start command plus everything queued so far (the handshake).
     func startResponseBody() -> [UInt8] {
-        LongPollScript.start(
-            callbackID: callbackID, id: id, password: password, data: takeOutboxAsResponse())
+        machine.startResponseBody(id: id, password: password)
     }
 
     /// A poll arrived: deliver its segments, release the poll held before, and hold this one.
     /// - Throws: when the segments break the protocol or a limit; the caller answers the error and ends the session.
     func received(_ segments: [LongPollSegment], responder: HTTPResponder) throws(LongPollError) {
-        lastRequestAt = clock.nowMilliseconds()
-        if retiring {
-            if held != nil { releaseHeldPoll() }
-            held = responder
-            finish()
+        switch machine.pollArrived(now: loop.clock.nowNanoseconds(), heldPollIsGone: held?.isClosed ?? false) {
+        case .retire(let heldAnswer, let arriving):
+            answerHeld(heldAnswer)
+            responder.respond(Self.response(arriving))
+            finished()
             return
+        case .deliver:
+            break
         }
         for segment in segments {
             for message in try reassembler.add(segment) {
@@ -88,17 +85,15 @@ final class LongPollConnection: WireTransport {
                 onText?(message)
             }
         }
-        guard !isClosed else {
-            responder.respond(
-                Self.response(LongPollScript.close(callbackID: callbackID, lastNumber: nil)))
-            return
+        switch machine.holdArrivingPoll(heldPollIsGone: held?.isClosed ?? false) {
+        case .answerArriving(let body):
+            responder.respond(Self.response(body))
+        case .hold(let releasing, let timeout, let flush):
+            answerHeld(releasing)
+            held = responder
+            holdTimer = loop.schedule(afterMilliseconds: timeout) { [weak self] in self?.releaseHeldPoll() }
+            if flush { scheduleFlush() }
         }
-        if held != nil { releaseHeldPoll() }
-        held = responder
-        holdTimer = loop.schedule(afterMilliseconds: limits.pollHoldMilliseconds) { [weak self] in
-            self?.releaseHeldPoll()
-        }
-        if !outbox.isEmpty { scheduleFlush() }
     }
 
     // MARK: - WireTransport
@@ -106,15 +101,22 @@ final class LongPollConnection: WireTransport {
     /// Queues one whole message of the session's output (a poll answer carries whole messages: `WireSession`
     /// sends `WireMessages`, whose `texts` this transport takes, never counted pieces).
     func send(text: String) {
-        guard !isClosed else { return }
-        enqueue(text)
+        switch machine.enqueue(text) {
+        case .none:
+            break
+        case .scheduleFlush:
+            scheduleFlush()
+        case .overflow:
+            logger.warning("lp.outbox_overflow", ["id": id, "bytes": String(machine.outboxBytes)])
+            terminate()
+        }
     }
 
     /// The session ends itself (a malformed message): the client is told to close, and the session's
     /// `onClose` still runs afterwards, so its onDisconnect operations apply as for any lost connection.
     func close(code: UInt16, reason: String) {
         logger.debug("lp.closed_by_session", ["code": String(code), "reason": reason])
-        finish()
+        perform(machine.finish())
         let callback = onClose
         onClose = nil
         _ = loop.schedule(afterMilliseconds: 0) { callback?() }
@@ -128,15 +130,14 @@ final class LongPollConnection: WireTransport {
         onClose = nil
         onText = nil
         upgrade = nil
-        retiring = true
-        if held != nil { finish() }
+        if let finish = machine.retire() { perform(finish) }
     }
 
     /// Ends the session from the server's or the client's side (idle timeout, `disconn`, a limit, a protocol
     /// error) and notifies `onClose`.
     func terminate() {
         guard !isClosed else { return }
-        finish()
+        perform(machine.finish())
         let callback = onClose
         onClose = nil
         callback?()
@@ -144,73 +145,49 @@ final class LongPollConnection: WireTransport {
 
     // MARK: - output
 
-    private func enqueue(_ message: String) {
-        outbox.append(message)
-        outboxBytes += message.utf8.count
-        guard outboxBytes <= limits.maxOutboxBytes else {
-            logger.warning("lp.outbox_overflow", ["id": id, "bytes": String(outboxBytes)])
-            terminate()
-            return
-        }
-        scheduleFlush()
-    }
-
     /// Answers the held poll at the next loop pass, so all messages of this pass leave together.
     private func scheduleFlush() {
-        guard held != nil, flushTimer == nil else { return }
         flushTimer = loop.schedule(afterMilliseconds: 0) { [weak self] in
             guard let self else { return }
             self.flushTimer = nil
-            if !self.outbox.isEmpty { self.releaseHeldPoll() }
+            if self.machine.flushFired() { self.releaseHeldPoll() }
         }
     }
 
     /// Answers the held poll with the queued messages (or empty). A poll whose connection is already gone is
     /// dropped without taking the messages, which wait for the next poll.
     private func releaseHeldPoll() {
+        answerHeld(machine.releaseHeldPoll(isGone: held?.isClosed ?? false))
+    }
+
+    /// Answers the held poll with `body` (nil: none is held) and cancels its timer.
+    private func answerHeld(_ body: [UInt8]?) {
         holdTimer?.cancel()
         holdTimer = nil
-        guard let responder = held else { return }
+        guard let body, let responder = held else { return }
         held = nil
-        guard !responder.isClosed else {
-            responder.respond(Self.response([]))  // dropped by the responder; keeps its bookkeeping simple
-            return
-        }
-        responder.respond(Self.response(takeOutboxAsResponse()))
+        // A responder whose connection is gone drops the answer; responding keeps its bookkeeping simple.
+        responder.respond(Self.response(body))
     }
 
-    /// The queued messages as the next numbered data response; empty (and unnumbered) when nothing is queued.
-    private func takeOutboxAsResponse() -> [UInt8] {
-        guard !outbox.isEmpty else { return [] }
-        let body = LongPollScript.data(
-            callbackID: callbackID, number: nextResponseNumber, messages: outbox)
-        nextResponseNumber += 1
-        outbox = []
-        outboxBytes = 0
-        return body
+    private func perform(_ finish: LongPollSessionStateMachine.FinishAction) {
+        guard case .finished(let heldAnswer) = finish else { return }
+        answerHeld(heldAnswer)
+        finished()
     }
 
-    /// Marks the session closed and answers a held poll with what is queued plus the `close` command.
-    private func finish() {
-        guard !isClosed else { return }
-        isClosed = true
+    /// The session is over: timers stop, the upgrade is abandoned and the endpoint forgets it.
+    private func finished() {
         holdTimer?.cancel()
         holdTimer = nil
         flushTimer?.cancel()
         flushTimer = nil
-        if let responder = held {
-            held = nil
-            var body = takeOutboxAsResponse()
-            let last = nextResponseNumber > 0 ? nextResponseNumber - 1 : nil
-            body += LongPollScript.close(callbackID: callbackID, lastNumber: last)
-            responder.respond(Self.response(body))
-        }
         onText = nil
         upgrade?.abandon()
         upgrade = nil
-        let finished = onFinished
+        let callback = onFinished
         onFinished = nil
-        finished?(self)
+        callback?(self)
     }
 
     /// Headers of every long-poll answer: JavaScript, never cached.

@@ -76,7 +76,7 @@ final class LongPollEndpoint {
         while connections[id] != nil { id = Self.randomToken() }
         let connection = LongPollConnection(
             id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespace.name,
-            loop: hub.loop, limits: limits, clock: context.configuration.clock)
+            loop: hub.loop, limits: limits)
         let session = WireSession(hub: hub, namespace: namespace, socket: connection)
         connection.session = session
         hub.sessionOpened(session)
@@ -153,12 +153,9 @@ final class LongPollEndpoint {
         for connection in Array(connections.values) { connection.terminate() }
     }
 
-    /// Ends every session whose last request is older than the idle timeout.
+    /// Ends every session whose last request is older than the idle timeout (on the loop's clock).
     private func sweep() {
-        let now = hub.context.configuration.clock.nowMilliseconds()
-        let idle = connections.values.filter {
-            now - $0.lastRequestAt >= limits.idleTimeoutMilliseconds
-        }
+        let idle = connections.values.filter(\.isIdle)
         for connection in idle {
             logger.debug("lp.idle_timeout", ["id": connection.id])
             connection.terminate()

@@ -4,15 +4,7 @@ import CanopyCore
 import CanopyNet
 import CanopyServer
 import Foundation
-import Synchronization
 import Testing
-
-/// A wall clock tests move by hand.
-final class LongPollTestClock: WallClock {
-    private let now = Atomic<Int64>(1_700_000_000_000)
-    func nowMilliseconds() -> Int64 { now.load(ordering: .relaxed) }
-    func advance(milliseconds: Int64) { now.add(milliseconds, ordering: .relaxed) }
-}
 
 @Suite struct LongPollTests {
     func start(_ server: InProcessServer, _ ns: String) throws -> LongPollTestClient {
@@ -236,8 +228,8 @@ final class LongPollTestClock: WallClock {
     }
 
     @Test func idleSessionTimesOutAndRunsOnDisconnect() throws {
-        let clock = LongPollTestClock()
-        let useClock: (inout ServerConfiguration) -> Void = { $0.clock = clock }
+        let clock = ManualClock()
+        let useClock: (inout ServerConfiguration) -> Void = { $0.loopClock = clock }
         try withServer(configure: useClock) { server in
             let a = try start(server, "lp5")
             a.startPolling()
@@ -245,12 +237,12 @@ final class LongPollTestClock: WallClock {
             let o = try a.request("o", ["p": "/presence/a", "d": "gone"])
             #expect(a.reply(o)?["d"]?["b"]?["s"] == "ok")
             #expect(try eventually(server, "/presence/a.json?ns=lp5", equals: .null))
-            // The poller re-polls after each answer, and a late re-poll (a loaded machine) refreshes the session's
-            // last-request time: so advance past the idle timeout on every look, not once.
+            // The poller re-polls after each answer (advancing releases its held poll), and a late re-poll (a loaded
+            // machine) refreshes the session's last-request time: so advance past the idle timeout on every look.
             let http = server.client()
             var gone = false
             for _ in 0..<200 where !gone {
-                clock.advance(milliseconds: 10 * 60 * 1000)
+                clock.advance(byMilliseconds: 10 * 60 * 1000)
                 gone = try http.json("GET", "/presence/a.json?ns=lp5&auth=\(server.admin)").json == "gone"
                 if !gone { Thread.sleep(forTimeInterval: 0.05) }
             }
