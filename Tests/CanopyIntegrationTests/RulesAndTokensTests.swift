@@ -153,19 +153,27 @@ func rulesFile(_ name: String) -> String {
 /// SSE streams end with `auth_revoked` when the token expires, and `cancel` when new rules deny the read.
 @Suite struct EventStreamRevocationTests {
     @Test func tokenExpiryAndRulesChangesEndStreams() throws {
-        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+        // Time is the daemon's: a fixed wall clock, and a loop clock the test advances past the token's expiry.
+        let clock = ManualClock()
+        let wall = FixedWallClock(milliseconds: 1_700_000_000_000)
+        try withServer(configure: {
+            $0.rulesFile = rulesFile("personalized-content.rules.json")
+            $0.clock = wall
+            $0.loopClock = clock
+        }) { server in
             let ns = "sserevoke"
             let admin = [("Authorization", "Bearer \(server.admin)")]
             _ = try server.client().json("PUT", "/public/admin/content.json?ns=\(ns)", #"{"g":{"order":1}}"#, headers: admin)
             let short = server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1, now: SystemClock().nowMilliseconds())
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 60, now: wall.nowMilliseconds())
             let s1 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s1.openStream("/public/admin/content.json?ns=\(ns)&auth=\(short)", headers: [("Accept", "text/event-stream")]).status == 200)
+            #expect(readEvents(s1, until: "event: put").contains("event: put"))
+            clock.advance(byMilliseconds: 60_000)
             let expired = readEvents(s1, until: "auth_revoked")
-            #expect(expired.contains("event: put"))
             #expect(expired.contains("event: auth_revoked\ndata: credential is no longer valid\n\n"))
             let long = server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: SystemClock().nowMilliseconds())
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: wall.nowMilliseconds())
             let s2 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s2.openStream("/public/admin/content.json?ns=\(ns)&auth=\(long)", headers: [("Accept", "text/event-stream")]).status == 200)
             #expect(readEvents(s2, until: "event: put").contains("event: put"))

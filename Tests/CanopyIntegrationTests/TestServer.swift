@@ -47,6 +47,13 @@ final class InProcessServer: @unchecked Sendable {  // safe: `daemon` is set onc
     }
 }
 
+/// A wall clock that stands still (token expiry is wall-clock time; with a `ManualClock` as the daemon's loop clock
+/// an expiry then fires exactly when the test advances past it).
+struct FixedWallClock: WallClock {
+    let milliseconds: Int64
+    func nowMilliseconds() -> Int64 { milliseconds }
+}
+
 /// Runs `body` with a fresh in-process server, stopping it afterwards.
 func withServer<T>(
     configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (InProcessServer) throws -> T

@@ -60,11 +60,12 @@ final class WireSession {
     private(set) var handshakeID = ""
     /// Called when the client ends transmission on its current transport (`n`, long polling → WebSocket upgrade).
     var onEndTransmission: (() -> Void)?
-    private(set) var identity: Identity = .anonymous
+    /// Connected, authenticated or closed; see `WireSessionStateMachine`.
+    private var machine = WireSessionStateMachine()
+    var identity: Identity { machine.identity }
     private var listens: [String: WireListen] = [:]
     private var onDisconnect: [DisconnectOperation] = []
     private var expiry: TimerHandle?
-    private var closed = false
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
     static let maxMessageCharacters = 17 * 1024 * 1024
@@ -188,10 +189,11 @@ final class WireSession {
     }
 
     private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
-        identity = newIdentity
+        guard let action = machine.identityChanged(to: newIdentity, expiresAt: expiresAt) else { return }
         expiry?.cancel()
         expiry = nil
-        if let expiresAt {
+        if case .arm(let expiresAt) = action {
+            // The credential's expiry is wall-clock time; the timer runs on the loop's monotonic clock.
             let delay = max(0, expiresAt - hub.context.configuration.clock.nowMilliseconds())
             expiry = hub.loop.schedule(afterMilliseconds: delay) { [weak self] in self?.tokenExpired() }
         }
@@ -199,8 +201,9 @@ final class WireSession {
     }
 
     private func tokenExpired() {
+        expiry = nil
+        guard machine.tokenExpired() else { return }
         push("ac", ["s": "expired_token", "d": "Auth token is expired."])
-        identity = .anonymous
         recheckListens()
     }
 
@@ -230,7 +233,7 @@ final class WireSession {
         // Sent once everything written before this request is durable, from the tree the group's listeners were
         // last told of (later batches may have been fanned out meanwhile; see `Namespace.shownRoot`).
         namespace.whenDurable { [weak self] _ in
-            guard let self, !self.closed else { return }
+            guard let self, !self.machine.isClosed else { return }
             // Checked again: the auth (`unauth`, a new token, expiry) or the rules may have changed meanwhile, and
             // `recheckListens` only sees listens that have joined.
             guard self.hub.allowed(self.identity, read: path, query: query, in: self.namespace) else {
@@ -256,7 +259,7 @@ final class WireSession {
         let key = Self.listenKey(path, body["t"]?.int64Value)
         // After the listens sent before it have joined (they wait for durability too), so it cannot miss one.
         namespace.whenDurable { [weak self] _ in
-            guard let self, !self.closed else { return }
+            guard let self, !self.machine.isClosed else { return }
             self.drop(key)
             self.reply(r, "ok", "")
         }
@@ -365,7 +368,7 @@ final class WireSession {
     /// Moves the session to `transport` (a long-poll session upgraded to a WebSocket). The old transport's callbacks
     /// are cleared, so retiring it runs no onDisconnect; everything sent from now on goes out on `transport`.
     func switchTransport(to transport: any WireTransport) {
-        guard !closed else { return }
+        guard !machine.isClosed else { return }
         socket.onText = nil
         socket.onClose = nil
         socket = transport
@@ -382,9 +385,9 @@ final class WireSession {
     }
 
     private func socketClosed() {
-        guard !closed else { return }
-        closed = true
+        guard machine.transportClosed() else { return }
         expiry?.cancel()
+        expiry = nil
         runDisconnectOperations()
         for key in Array(listens.keys) { drop(key) }
         hub.sessionClosed(self)
@@ -456,7 +459,7 @@ final class WireSession {
     /// while sending (a long poll's outbox overflows), which can release it: nothing may touch `self` after the
     /// send.
     func send(_ messages: WireMessages) {
-        guard !closed else { return }
+        guard !machine.isClosed else { return }
         socket.send(messages)
     }
 

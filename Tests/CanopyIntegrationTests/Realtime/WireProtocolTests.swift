@@ -214,21 +214,37 @@ import Testing
         }
     }
 
-    /// A token that expires mid-connection: `ac` with expired_token, then the listen it granted is revoked.
+    /// A token that expires mid-connection: `ac` with expired_token, then the listen it granted is revoked. Time is
+    /// the daemon's: a fixed wall clock and a manual loop clock, so the expiry fires exactly at the token's `exp`.
     @Test func expiredTokenRevokesAuthAndListens() throws {
-        try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
+        let clock = ManualClock()
+        let wall = FixedWallClock(milliseconds: 1_700_000_000_000)
+        try withServer(configure: {
+            $0.rulesFile = rulesFile("personalized-content.rules.json")
+            $0.clock = wall
+            $0.loopClock = clock
+        }) { server in
             let ns = "wsexpiry"
             let a = try connect(server, ns)
             let token = server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 1,
-                now: SystemClock().nowMilliseconds())
+                claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 60,
+                now: wall.nowMilliseconds())
             var r = a.request("auth", ["cred": .string(token)])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             r = a.request("q", ["p": "/private/adminable/users/901", "h": ""])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
+            // A millisecond early: the loop runs what became due before it reads the next request, so an `ac` would
+            // arrive before this reply.
+            clock.advance(byMilliseconds: 59_999)
+            #expect(a.reply(a.request("s", ["c": [:]]))?["d"]?["b"]?["s"] == "ok")
+            #expect(!a.all.contains { $0["d"]?["a"] == "ac" })
+            clock.advance(byMilliseconds: 1)
             let revoked = try #require(a.push("ac", timeout: 5))
             #expect(revoked["d"]?["b"]?["s"] == "expired_token")
             #expect(a.push("c", path: "/private/adminable/users/901") != nil)
+            // Re-authenticating with a fresh token is accepted, and its own expiry is armed anew.
+            r = a.request("auth", ["cred": .string(token)])
+            #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
         }
     }
 
