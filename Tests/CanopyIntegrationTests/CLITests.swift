@@ -88,6 +88,21 @@ func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
         #expect(ttl == 8 * 3600)
     }
 
+    /// A lifetime past the year 9999 (or past Int64: it trapped on `iat + ttl`) is refused with a message and
+    /// exit 1, before the data directory is created.
+    @Test(arguments: ["9223372036854775807", "300000000000", "106751991167d"])
+    func tokenMintRefusesALifetimePastTheYear9999(ttl: String) throws {
+        let parent = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let dir = parent + "/data"
+        let r = try runCanopy(["token", "mint", "--uid", "u1", "--data", dir, "--ttl", ttl])
+        #expect(r.status == 1)
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.hasPrefix("canopy: error: A token lifetime of "))
+        #expect(r.stderr.contains("no later than 9999-12-31T23:59:59Z"))
+        #expect(!FileManager.default.fileExists(atPath: dir))
+    }
+
     @Test func usageErrorsExit64WithAMessage() throws {
         var r = try runCanopy(["serve", "--port", "nope"])
         #expect(r.status == 64 && r.stderr.contains("--port"))
