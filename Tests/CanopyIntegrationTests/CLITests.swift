@@ -103,6 +103,13 @@ func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
         #expect(!FileManager.default.fileExists(atPath: dir))
     }
 
+    /// A `--url` port outside 1...65535 is a message and exit 1 (it trapped converting the port to 16 bits).
+    @Test func aURLWithAnOutOfRangePortIsAnError() throws {
+        let r = try runCanopy(["export", "--ns", "x", "--url", "http://127.0.0.1:99999", "--token", "t"])
+        #expect(r.status == 1)
+        #expect(r.stderr == "canopy: error: bad port in http://127.0.0.1:99999\n")
+    }
+
     @Test func usageErrorsExit64WithAMessage() throws {
         var r = try runCanopy(["serve", "--port", "nope"])
         #expect(r.status == 64 && r.stderr.contains("--port"))
