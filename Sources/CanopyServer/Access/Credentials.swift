@@ -52,8 +52,10 @@ public final class Credentials: Sendable {
     }
 
     /// Signs a token with the daemon's secret (used by tests and `canopy token mint` against a data directory).
-    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) -> String {
-        TokenMinter.mintHS256(claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
+    /// - Throws: ``TokenMintError`` when `now / 1000 + ttlSeconds` is not a time a token may expire at.
+    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) throws(TokenMintError) -> String {
+        try TokenMinter.mintHS256(
+            claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
     }
 
     /// The admin credential's text (for tests and the CLI running on the same machine).

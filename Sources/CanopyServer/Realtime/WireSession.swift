@@ -192,7 +192,8 @@ final class WireSession {
         expiry?.cancel()
         expiry = nil
         if let expiresAt {
-            let delay = max(0, expiresAt - hub.context.configuration.clock.nowMilliseconds())
+            // Saturating: `exp` is the client's number, as far from now as Int64 allows.
+            let delay = expiresAt.subtractingSaturated(hub.context.configuration.clock.nowMilliseconds())
             expiry = hub.loop.schedule(afterMilliseconds: delay) { [weak self] in self?.tokenExpired() }
         }
         recheckListens()
