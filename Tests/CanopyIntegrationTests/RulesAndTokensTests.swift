@@ -158,8 +158,10 @@ func rulesFile(_ name: String) -> String {
             let ns = "sserevoke"
             let admin = [("Authorization", "Bearer \(server.admin)")]
             _ = try server.client().json("PUT", "/public/admin/content.json?ns=\(ns)", #"{"g":{"order":1}}"#, headers: admin)
+            // exp 58 s ago: still honoured (60 s of skew), revoked 2 s from now.
             let short = try server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1, now: SystemClock().nowMilliseconds())
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1,
+                now: SystemClock().nowMilliseconds() - 59_000)
             let s1 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s1.openStream("/public/admin/content.json?ns=\(ns)&auth=\(short)", headers: [("Accept", "text/event-stream")]).status == 200)
             let expired = readEvents(s1, until: "auth_revoked")
