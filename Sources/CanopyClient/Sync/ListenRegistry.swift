@@ -73,11 +73,8 @@ struct ListenRegistry: Sendable {
     mutating func release(_ key: ListenKey) -> ListenState? {
         guard var state = listens[key] else { return nil }
         state.observers -= 1
-        guard state.observers <= 0 else {
-            listens[key] = state
-            return nil
-        }
-        return remove(key)
+        listens[key] = state
+        return state.observers <= 0 ? remove(key) : nil
     }
 
     /// Ends a listen whatever its users (refused or revoked); returns its state.
