@@ -19,6 +19,19 @@ private func at(_ seconds: Double) -> MonotonicInstant {
     MonotonicInstant(nanoseconds: 1_000_000_000_000).advanced(bySeconds: seconds)
 }
 
+/// What a lost connection that will be retried returns.
+private func dropped(wasConnected: Bool, _ reason: ConnectionMachine.LossReason) -> [ConnectionMachine.Action] {
+    [.closeTransport, .connectionLost(wasConnected: wasConnected, reason: reason), .publish(.disconnected)]
+}
+
+/// A machine connected on attempt 1 at time 0.
+private func connected() -> ConnectionMachine {
+    var m = machine()
+    _ = m.start(now: at(0))
+    _ = m.handshake(attempt: 1, now: at(0))
+    return m
+}
+
 /// The reconnect delay the machine scheduled (its deadline minus `now`).
 private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant) -> Double? {
     guard case .waiting(let retryAt) = machine.state else { return nil }
@@ -53,10 +66,7 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
         #expect(m.tick(now: at(29.9)) == [])
         #expect(
             m.tick(now: at(30))
-                == [
-                    .closeTransport, .connectionLost(wasConnected: false, reason: .connectTimeout),
-                    .publish(.disconnected),
-                ])
+                == dropped(wasConnected: false, .connectTimeout))
         #expect(retryDelay(m, from: at(30)) == 1)
         #expect(m.tick(now: at(30.5)) == [])
         #expect(m.tick(now: at(31)) == [.publish(.connecting), .openTransport(attempt: 2)])
@@ -99,17 +109,12 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
         // Up for 10 s: stable, back to the first delay.
         #expect(
             m.transportClosed(attempt: 4, now: at(22))
-                == [
-                    .closeTransport, .connectionLost(wasConnected: true, reason: .transportClosed),
-                    .publish(.disconnected),
-                ])
+                == dropped(wasConnected: true, .transportClosed))
         #expect(retryDelay(m, from: at(22)) == 1)
     }
 
     @Test func aQuietLinkIsPingedAndASilentOneReplacedAtOnce() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         m.sent(now: at(10))
         #expect(m.nextDeadline == at(55))  // 45 s after the last traffic
         #expect(m.tick(now: at(54)) == [])
@@ -118,17 +123,12 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
         #expect(m.tick(now: at(89)) == [])
         #expect(
             m.tick(now: at(90))
-                == [
-                    .closeTransport, .connectionLost(wasConnected: true, reason: .silent),
-                    .publish(.disconnected),
-                ])
+                == dropped(wasConnected: true, .silent))
         #expect(retryDelay(m, from: at(90)) == 0)
     }
 
     @Test func receivedTrafficKeepsTheLinkAlive() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         for second in stride(from: 40.0, through: 400, by: 40) {
             #expect(m.received(attempt: 1, now: at(second)) == true)
             #expect(m.tick(now: at(second + 1)) == [])
@@ -137,15 +137,10 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
     }
 
     @Test func serverResetReconnectsAtOnce() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         #expect(
             m.serverRequestedReconnect(now: at(5))
-                == [
-                    .closeTransport, .connectionLost(wasConnected: true, reason: .serverReset),
-                    .publish(.disconnected),
-                ])
+                == dropped(wasConnected: true, .serverReset))
         #expect(m.tick(now: at(5)) == [.publish(.connecting), .openTransport(attempt: 2)])
     }
 
@@ -166,9 +161,7 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
     }
 
     @Test func goingOfflineWhileConnectedDropsTheLink() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         #expect(
             m.goOffline(now: at(1))
                 == [
@@ -189,9 +182,7 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
     }
 
     @Test func anAcceptedTokenIsRefreshedBeforeItExpires() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         // An hour left: refresh a minute early.
         m.authAccepted(expiresIn: 3600, refreshable: true, now: at(0))
         #expect(m.refreshAt == at(3540))
@@ -221,9 +212,7 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
     }
 
     @Test func aRefreshDeadlineOutlivesAReconnect() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         m.authAccepted(expiresIn: 100, refreshable: true, now: at(0))  // refresh at 50
         _ = m.transportClosed(attempt: 1, now: at(10))
         _ = m.goOffline(now: at(11))
@@ -232,9 +221,7 @@ private func retryDelay(_ machine: ConnectionMachine, from now: MonotonicInstant
     }
 
     @Test func refusalsAskForARefreshAtMostThreeTimesInARow() {
-        var m = machine()
-        _ = m.start(now: at(0))
-        _ = m.handshake(attempt: 1, now: at(0))
+        var m = connected()
         #expect(
             (1...5).map { _ in m.authRefused() } == [
                 [.refreshToken], [.refreshToken], [.refreshToken], [], [],

@@ -5,7 +5,9 @@
 // read and write of the file runs there, in the order it was submitted. The sync queue submits and moves on;
 // what must happen after a row is committed (a write goes out on the wire only once it is in the file) is
 // called back on the sync queue (`then`). Failures are logged and reported to `then` as `false`, never thrown
-// at the submitter: the in-memory state stays authoritative for this run, as it was before the move.
+// at the submitter: the in-memory state stays authoritative for this run, as it was before the move. A file
+// locked by another process is waited for longer than before (`busyRetries` busy timeouts), since nobody but
+// this queue waits: a write's row is kept through a long backup or checkpoint instead of being dropped.
 //
 // One queue per file in the process (GRDB's rule, "connect to any database file only once", applied to the
 // queue): every client of one cache file — two `Database`s of one namespace, or one closed and reopened —
@@ -35,6 +37,9 @@ final class StoreWriter: @unchecked Sendable {
         store = try opened.get()
         self.logger = logger
     }
+
+    /// How many busy timeouts (2 s each, see `ClientStore`) an operation waits out before it fails.
+    static let busyRetries = 15
 
     /// The queues of the files open in this process, by absolute path (an entry lives while a writer uses it).
     private static let queues = Mutex<[String: WeakQueue]>([:])
@@ -105,12 +110,18 @@ final class StoreWriter: @unchecked Sendable {
         _ body: @escaping @Sendable (ClientStore) throws(ClientError) -> Void
     ) {
         queue.async { [self] in
-            var ok = true
-            do throws(ClientError) {
-                try body(store)
-            } catch {
-                ok = false
-                logger.error(event, ["reason": error.userMessage])
+            var ok = false
+            for attempt in 1...Self.busyRetries {
+                do throws(ClientError) {
+                    try body(store)
+                    ok = true
+                    break
+                } catch {
+                    guard store.lastFailureWasBusy, attempt < Self.busyRetries else {
+                        logger.error(event, ["reason": error.userMessage])
+                        break
+                    }
+                }
             }
             done?(ok)
         }
