@@ -106,49 +106,32 @@ extension SyncCore {
                 return
             }
         case .reply(let request, let status, let data):
-            replyHandlers.removeValue(forKey: request)?(.reply(status: status, data: data))
+            requests.reply(request)?(.reply(status: status, data: data))
         case .push(let action, let body):
             handlePush(action, body)
         }
     }
 
-    /// Sends a data request now (connected) and routes its reply to `handler`. The frames wait in the outbox
-    /// while store rows submitted before them are not yet committed (see SyncCore+Writes).
+    /// Sends a data request now (connected) and routes its reply to `handler`. The frames wait while store
+    /// rows submitted before them are not yet committed (see SyncCore+Writes).
     func send(_ action: String, _ body: JSONValue, handler: @escaping (RequestOutcome) -> Void) {
         precondition(connection.isConnected, "send requires a connection")
-        let r = nextRequest
-        nextRequest += 1
-        replyHandlers[r] = handler
-        let message: JSONValue = ["t": "d", "d": ["r": .int(r), "a": .string(action), "b": body]]
-        let frames = WireFraming.frames(for: message.serialized())
-        if outbox.isEmpty && storeTicketsDone >= storeTicketsSubmitted {
-            transmit(frames)
-        } else {
-            outbox.append((storeTicketsSubmitted, frames))
-        }
+        transmit(requests.make(action, body, handler: handler))
     }
 
     private func transmit(_ frames: [String]) {
+        guard !frames.isEmpty else { return }
         for frame in frames { transport?.send(frame) }
         connection.sent(now: clock.now())
     }
 
-    /// Submits a store operation that frames sent after it must wait for; `done` runs on the queue once it is
-    /// committed (or failed), before the frames it released go out.
+    /// Submits a store operation that requests made after it must wait for; the frames it holds go out on the
+    /// queue once it is committed (or failed).
     func submitGating(_ operation: (_ done: @escaping @Sendable (Bool) -> Void) -> Void) {
-        storeTicketsSubmitted += 1
-        let ticket = storeTicketsSubmitted
+        let ticket = requests.submitStoreOperation()
         operation { [weak self] _ in
             guard let self else { return }
-            self.queue.async { self.storeCommitted(ticket) }
-        }
-    }
-
-    private func storeCommitted(_ ticket: Int64) {
-        storeTicketsDone = max(storeTicketsDone, ticket)
-        while let first = outbox.first, first.ticket <= storeTicketsDone {
-            outbox.removeFirst()
-            transmit(first.frames)
+            self.queue.async { self.transmit(self.requests.storeCommitted(ticket)) }
         }
     }
 
@@ -157,7 +140,7 @@ extension SyncCore {
         if connection.isConnected {
             send(action, body, handler: handler)
         } else {
-            deferred.append(DeferredRequest(action: action, body: body, handler: handler))
+            requests.deferUntilConnected(action, body, handler: handler)
         }
     }
 
@@ -167,18 +150,13 @@ extension SyncCore {
         if let token { sendAuth(token) }
         for key in listens.keys { sendListen(key) }
         resendWrites()
-        let queued = deferred
-        deferred = []
-        for item in queued { send(item.action, item.body, handler: item.handler) }
+        for item in requests.takeDeferred() { send(item.action, item.body, handler: item.handler) }
     }
 
     /// What a lost connection means for requests and data (the machine already chose what comes next).
     private func connectionLost(wasConnected: Bool) {
         listens.connectionLost()
-        outbox = []
-        let handlers = replyHandlers
-        replyHandlers = [:]
-        for (_, handler) in handlers.sorted(by: { $0.key < $1.key }) { handler(.disconnected) }
+        for handler in requests.connectionLost() { handler(.disconnected) }
         if wasConnected { setInfo(connected: false) }
         resumeWaitersOnHeldData()
     }

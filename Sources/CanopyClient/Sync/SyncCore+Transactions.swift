@@ -79,10 +79,7 @@ extension SyncCore {
         guard !isClosed else { return }
         flushCache()
         let actions = connection.close()
-        let handlers = replyHandlers.sorted { $0.key < $1.key }.map(\.value) + deferred.map(\.handler)
-        replyHandlers = [:]
-        deferred = []
-        outbox = []
+        let handlers = requests.close()
         if actions.contains(.closeTransport) {
             transport?.close()
             transport = nil

@@ -11,7 +11,7 @@
 // Persistence (the store writer's queue, never the caller's thread): `write` applies the write in memory and
 // submits its row; the call returns without waiting for SQLite. Rows are committed in call order, and the wire
 // never carries a write before its row is in the file: every frame sent after a row was submitted waits in the
-// outbox until that row is committed (and an increment's `sent` mark likewise before it goes out), so frames
+// request queue until that row is committed (and an increment's `sent` mark likewise before it goes out), so frames
 // keep their order and anything the server may have seen is in the file. `PendingWrite.saved()` returns once
 // the row is committed and `Database.close()` waits for every row; a process killed between the call and the
 // commit (typically well under a millisecond) loses that write, which never reached the server either.

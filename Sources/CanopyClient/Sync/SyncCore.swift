@@ -12,28 +12,15 @@
 //   listens      ListenRegistry: listens with their tags and users, streams, data waiters
 //   cache        LocalCache: server values of default listens, query windows, what is known, what to save
 //   writes       WriteQueue: pending local writes layered over either (WriteTree), outcomes and waiters
+//   requests     RequestQueue: request numbers, reply handlers, deferred requests, frames held for the store
 //   storeWriter  StoreWriter: the SQLite file (cache rows and the persisted write queue) on its own queue
-// The coordinator keeps what joins them: the transport and its requests, the outbox that holds frames until
-// the rows they depend on are in the file, the `.info` values and the evaluation of each stream's value.
+// The coordinator keeps what joins them: the transport, the timer, the `.info` values and the evaluation of
+// each stream's value.
 
 import CanopyCore
 import Dispatch
 import Foundation
 import Synchronization
-
-/// How a request ended.
-enum RequestOutcome: Sendable {
-    case reply(status: String, data: JSONValue)
-    /// The connection dropped before the reply.
-    case disconnected
-}
-
-/// A request waiting for a connection (onDisconnect registrations, transaction puts).
-struct DeferredRequest {
-    var action: String
-    var body: JSONValue
-    var handler: (RequestOutcome) -> Void
-}
 
 final class SyncCore: @unchecked Sendable {
     // Invariant: every `var` below is touched only on `queue` (see the file header).
@@ -52,22 +39,15 @@ final class SyncCore: @unchecked Sendable {
     var listens = ListenRegistry()
     var cache = LocalCache()
     var writes = WriteQueue()
+    var requests = RequestQueue()
 
     // auth
     var token: String?
     var tokenRefresher: (@Sendable () async -> String?)?
 
-    // the current transport and its requests
+    // the current transport
     var transport: (any ClientTransport)?
     var assembler = FrameAssembler()
-    var nextRequest: Int64 = 1
-    var replyHandlers: [Int64: (RequestOutcome) -> Void] = [:]
-    var deferred: [DeferredRequest] = []
-    /// Frames held until the store has committed everything submitted before them (see SyncCore+Writes).
-    var outbox: [(ticket: Int64, frames: [String])] = []
-    /// Store operations that gate the wire: submitted, and committed (or failed) so far.
-    var storeTicketsSubmitted: Int64 = 0
-    var storeTicketsDone: Int64 = 0
     /// The earliest connection deadline a timer is armed for.
     var armedDeadline: MonotonicInstant?
 
