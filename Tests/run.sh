@@ -31,10 +31,11 @@ fi
 
 echo "== client package (Tests/ClientPackageExample: CanopyClient by product name)"
 # Its own package and build directory (inside .build); the program runs against `canopy serve` on a loopback port.
-swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example \
-    -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
-swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example \
-    -Xswiftc -warnings-as-errors >/dev/null
+# Without manifest caching: a cached build plan misses source files added to the path dependency since.
+example_build=(swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example
+    --disable-build-manifest-caching -Xswiftc -warnings-as-errors)
+"${example_build[@]}" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
+"${example_build[@]}" >/dev/null
 example_data=$(mktemp -d)
 .build/debug/canopy serve --port 0 --data "$example_data" --log-level warning >"$example_data/serve.log" 2>&1 &
 example_server=$!
