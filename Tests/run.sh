@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tests/run.sh -- runs every test: Swift unit and integration tests, then the Python interop suite
-# (the real firebase-admin and pyrebase4 packages against the real `canopy serve`).
+# Tests/run.sh -- runs every test: Swift unit and integration tests, a separate package using the CanopyClient
+# product as an app would, then the Python interop suite (the real firebase-admin and pyrebase4 packages),
+# the last two against the real `canopy serve`.
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev, and a local venv for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,12 +29,39 @@ if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log ||
     exit 1
 fi
 
-echo "== interop (firebase-admin, pyrebase4)"
-venv=.build/interop-venv
-if [ ! -x "$venv/bin/python" ] || ! cmp -s Tests/interop/requirements.txt "$venv/requirements.txt"; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/interop/requirements.txt
-    cp Tests/interop/requirements.txt "$venv/requirements.txt"
-fi
-CANOPY_BIN="$PWD/.build/debug/canopy" "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/interop
+echo "== client package (Tests/ClientPackageExample: CanopyClient by product name)"
+# Its own package and build directory (inside .build); the program runs against `canopy serve` on a loopback port.
+# Without manifest caching: a cached build plan misses source files added to the path dependency since.
+example_build=(swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example
+    --disable-build-manifest-caching -Xswiftc -warnings-as-errors)
+"${example_build[@]}" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
+"${example_build[@]}" >/dev/null
+example_data=$(mktemp -d)
+.build/debug/canopy serve --port 0 --data "$example_data" --log-level warning >"$example_data/serve.log" 2>&1 &
+example_server=$!
+trap 'kill "$example_server" 2>/dev/null || true; rm -rf "$example_data"' EXIT
+example_url=""
+for _ in $(seq 100); do
+    example_url=$(grep -oE 'serving http://[0-9.]+:[0-9]+' "$example_data/serve.log" | head -n 1 | cut -d' ' -f2 || true)
+    [ -n "$example_url" ] && break
+    sleep 0.1
+done
+[ -n "$example_url" ] || { echo "run.sh: canopy serve did not start"; cat "$example_data/serve.log"; exit 1; }
+.build/client-package-example/debug/ClientPackageExample "$example_url" "$(cat "$example_data/admin.credential")"
+kill "$example_server" && wait "$example_server" 2>/dev/null || true
+
+echo "== interop (firebase-admin, pyrebase4, firebase 4.0.1; firebase-rest-api in a venv of its own)"
+# firebase-rest-api and PyPI's firebase 4.0.1 both install a module named `firebase`, so each has its own venv.
+interop_venv() {  # interop_venv DIR REQUIREMENTS
+    if [ ! -x "$1/bin/python" ] || ! cmp -s "$2" "$1/requirements.txt"; then
+        rm -rf "$1"
+        python3 -m venv "$1"
+        "$1/bin/pip" install -q --disable-pip-version-check -r "$2"
+        cp "$2" "$1/requirements.txt"
+    fi
+}
+interop_venv .build/interop-venv Tests/interop/requirements.txt
+interop_venv .build/interop-rest-api-venv Tests/interop/requirements-rest-api.txt
+export CANOPY_BIN="$PWD/.build/debug/canopy"
+.build/interop-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop --ignore=Tests/interop/rest_api
+.build/interop-rest-api-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop/rest_api

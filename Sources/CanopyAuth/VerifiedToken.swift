@@ -26,11 +26,33 @@ public struct VerifiedToken: Sendable {
     }
 
     /// When the token expires, in milliseconds since the epoch (`exp` × 1000), if it has `exp`.
+    ///
+    /// Saturating: an `exp` beyond the year 292 million (or `1e308`) gives `Int64.max`, a moment never reached.
     public var expiresAt: Int64? {
-        guard let seconds = claims["exp"]?.doubleValue, seconds.isFinite else { return nil }
-        let milliseconds = (seconds * 1000).rounded(.down)
-        return milliseconds >= 9.2e18 ? Int64.max : milliseconds <= -9.2e18 ? Int64.min : Int64(milliseconds)
+        switch claims["exp"] {
+        case .int(let seconds)?: return seconds.multipliedSaturated(by: 1000)
+        case .double(let seconds)? where seconds.isFinite: return Int64(saturating: seconds * 1000)
+        default: return nil
+        }
     }
+
+    /// Whether this is a Firebase legacy token: the format of the old token generators (`v` the format version,
+    /// `d` the auth payload, `admin` and `debug` flags, optional `exp` / `nbf`), signed with the database secret.
+    public var isLegacy: Bool {
+        guard claims["v"]?.doubleValue != nil, let members = claims.members else { return false }
+        return members.contains { $0.key == "d" }
+    }
+
+    /// When a legacy token expires, in ms since the epoch: its `exp`, or 24 hours after `iat` when it has none
+    /// (the old generators' default). nil when it has neither.
+    public var legacyExpiresAt: Int64? {
+        if let exp = expiresAt { return exp }
+        guard let iat = claims["iat"]?.doubleValue, iat.isFinite, abs(iat) < 1e12 else { return nil }
+        return Int64(iat.rounded(.down)) * 1000 + Self.legacyLifetimeMilliseconds
+    }
+
+    /// The lifetime of a legacy token without `exp`.
+    public static let legacyLifetimeMilliseconds: Int64 = 24 * 3600 * 1000
 
     /// Whether the `admin` claim is `true` (the claim `canopy token mint --admin` sets).
     public var isAdmin: Bool { claims["admin"]?.boolValue == true }

@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var rulesFile: String?
     /// PEM or JWKS files with public keys of external identity providers (RS256/ES256).
     public var publicKeyFiles: [String] = []
+    /// Accept signed tokens that have no `exp` (they never expire). Off by default: such a token is refused.
+    public var allowTokensWithoutExpiry = false
     /// SQLite `synchronous=FULL` (true, survives power loss) or `NORMAL` (survives process crashes).
     public var synchronousFull = true
     /// Largest accepted request body.

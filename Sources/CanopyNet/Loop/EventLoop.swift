@@ -204,14 +204,17 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Schedules `work` on the loop after `afterMilliseconds` of the loop's ``clock``. Call on the loop.
+    ///
+    /// Any delay is accepted: a negative one runs `work` on the next pass, and one too long to represent
+    /// (a token expiring in the year 300000) saturates to a deadline that is never reached.
     /// - Returns: a handle that cancels the timer.
     @discardableResult
     public func schedule(afterMilliseconds: Int64, _ work: @escaping () -> Void) -> TimerHandle {
         assertInLoop()
-        let delay = UInt64(max(0, afterMilliseconds)) * 1_000_000
+        let delay = UInt64(clamping: afterMilliseconds).multipliedSaturated(by: 1_000_000)
         timerSequence += 1
         let timer = TimerHandle(
-            deadline: clock.nowNanoseconds() + delay, sequence: timerSequence, work: work, loop: self)
+            deadline: clock.nowNanoseconds().addingSaturated(delay), sequence: timerSequence, work: work, loop: self)
         timers.insert(timer)
         return timer
     }
@@ -385,7 +388,7 @@ public final class EventLoop: @unchecked Sendable {
         let now = clock.nowNanoseconds()
         guard first.deadline > now else { return 0 }
         guard clock.advancesOnItsOwn else { return -1 }  // woken by the clock when it is moved
-        let milliseconds = (first.deadline - now + 999_999) / 1_000_000
+        let milliseconds = (first.deadline - now).addingSaturated(999_999) / 1_000_000
         return Int32(min(milliseconds, UInt64(Int32.max)))
     }
 

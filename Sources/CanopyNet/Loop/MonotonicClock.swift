@@ -53,7 +53,7 @@ public final class ManualClock: MonotonicClock {
     /// Moves the clock forward and wakes the loops that read it. Thread-safe.
     public func advance(byMilliseconds milliseconds: Int64) {
         let wakes = state.withLock { state in
-            state.now += UInt64(max(0, milliseconds)) * 1_000_000
+            state.now = state.now.addingSaturated(UInt64(clamping: milliseconds).multipliedSaturated(by: 1_000_000))
             return state.wakes
         }
         for wake in wakes { wake() }

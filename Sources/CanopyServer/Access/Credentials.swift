@@ -22,6 +22,13 @@ public final class Credentials: Sendable {
     /// Emulator mode only: reads unsigned mock tokens, ignoring their times (see `identify(credential:namespace:)`).
     let mockTokenReader: TokenVerifier?
     let emulator: Bool
+    let clock: any WallClock
+    /// `--allow-tokens-without-exp`.
+    let allowsTokensWithoutExpiry: Bool
+
+    /// The database secret of Firebase's legacy tokens (the base64url text of the HS256 signing secret): older
+    /// server libraries sign with it (`canopy token secret` prints it).
+    public let databaseSecret: String
 
     public init(configuration: ServerConfiguration) throws {
         adminCredentialPath = configuration.dataDirectory + "/admin.credential"
@@ -29,7 +36,8 @@ public final class Credentials: Sendable {
         adminCredential = Base64.encode(
             try SecretFile.loadOrCreate(path: adminCredentialPath, byteCount: 32), url: true, padding: false)
         signingSecret = try SecretFile.loadOrCreate(path: signingSecretPath, byteCount: 32)
-        var keys = [VerificationKey.hmac(secret: signingSecret)]
+        databaseSecret = Base64.encode(signingSecret, url: true, padding: false)
+        var keys = [VerificationKey.hmac(secret: signingSecret), VerificationKey.hmac(secret: Array(databaseSecret.utf8))]
         for file in configuration.publicKeyFiles {
             let text = try readTextFile(file)
             if text.contains("-----BEGIN") {
@@ -39,14 +47,18 @@ public final class Credentials: Sendable {
             }
         }
         emulator = configuration.emulator
+        clock = configuration.clock
+        allowsTokensWithoutExpiry = configuration.allowTokensWithoutExpiry
         verifier = TokenVerifier(keys: keys, clock: configuration.clock, allowUnsigned: configuration.emulator)
         mockTokenReader =
             configuration.emulator ? TokenVerifier(keys: [], clock: EpochClock(), allowUnsigned: true) : nil
     }
 
     /// Signs a token with the daemon's secret (used by tests and `canopy token mint` against a data directory).
-    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) -> String {
-        TokenMinter.mintHS256(claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
+    /// - Throws: ``TokenMintError`` when `now / 1000 + ttlSeconds` is not a time a token may expire at.
+    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) throws(TokenMintError) -> String {
+        try TokenMinter.mintHS256(
+            claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
     }
 
     /// The admin credential's text (for tests and the CLI running on the same machine).
@@ -105,7 +117,41 @@ public final class Credentials: Sendable {
         guard token.allows(namespace: namespace) else {
             throw CredentialError(message: "This token is not valid for namespace '\(namespace)'.")
         }
+        if token.isLegacy { return try legacyIdentity(token) }
+        // A signed token without `exp` would never expire: refused unless the operator allows it. (Unsigned
+        // emulator tokens are the emulator's business.)
+        if token.expiresAt == nil, token.algorithm != nil, !allowsTokensWithoutExpiry {
+            throw CredentialError(
+                message: "Could not parse auth token: the token has no 'exp' claim (see --allow-tokens-without-exp).")
+        }
         return .user(auth: token.rulesAuth, expiresAt: token.expiresAt)
+    }
+
+    /// When a token whose `exp` is `expiresAt` (ms) stops being honoured: `exp` plus the verifier's clock skew.
+    ///
+    /// One rule everywhere: a token is accepted until `exp` + skew (the verifier's check, on REST, SSE, the wire
+    /// protocol and long polling alike), and a session or stream that holds it is revoked at that same moment
+    /// (`expired_token` / `auth_revoked`), never sooner: a token that was accepted is never revoked at once.
+    /// `Identity.user`'s `expiresAt` is the token's own expiry (what the wire `auth` reply reports); sessions and
+    /// streams schedule their revocation at this time instead.
+    func revocationTime(_ expiresAt: Int64) -> Int64 {
+        expiresAt.addingSaturated(verifier.clockSkewSeconds.multipliedSaturated(by: 1000))
+    }
+
+    /// A legacy token's identity, as Firebase gave it: `admin: true` bypasses the rules; otherwise rules see the
+    /// payload `d` as `auth` (so `auth.uid` is `d.uid`); a null payload is unauthenticated. Without `exp` it
+    /// expires 24 hours after `iat`.
+    private func legacyIdentity(_ token: VerifiedToken) throws(CredentialError) -> Identity {
+        guard let expiresAt = token.legacyExpiresAt else {
+            throw CredentialError(message: "Could not parse auth token: a legacy token needs 'exp' or 'iat'")
+        }
+        // A token with `exp` was checked by the verifier; one without expires 24 hours after it was issued.
+        if token.expiresAt == nil, clock.nowMilliseconds() >= revocationTime(expiresAt) {
+            throw CredentialError(message: "Could not parse auth token: token expired")
+        }
+        if token.claims["admin"]?.boolValue == true { return .admin }
+        guard let payload = token.claims["d"], payload.members != nil else { return .anonymous }
+        return .user(auth: payload, expiresAt: expiresAt)
     }
 }
 

@@ -138,6 +138,11 @@ final class WireSession {
             reply(r, "unavailable", failure)
             return
         }
+        // A token past its revocation time is revoked before this request is served, even if its timer has not
+        // run yet in this loop pass: nothing is read, written or acknowledged under it.
+        if let revokedAt = machine.revokedAt, hub.context.configuration.clock.nowMilliseconds() >= revokedAt {
+            tokenExpired()
+        }
         switch action {
         case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
         case "auth", "gauth": authenticate(r, body)
@@ -189,18 +194,21 @@ final class WireSession {
     }
 
     private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
-        guard let action = machine.identityChanged(to: newIdentity, expiresAt: expiresAt) else { return }
+        let revocation = expiresAt.map(hub.context.credentials.revocationTime)
+        guard let action = machine.identityChanged(to: newIdentity, revokedAt: revocation) else { return }
         expiry?.cancel()
         expiry = nil
-        if case .arm(let expiresAt) = action {
-            // The credential's expiry is wall-clock time; the timer runs on the loop's monotonic clock.
-            let delay = max(0, expiresAt - hub.context.configuration.clock.nowMilliseconds())
+        if case .arm(let revokedAt) = action {
+            // Saturating: `exp` is the client's number, as far from now as Int64 allows. The revocation time is
+            // wall-clock time; the timer runs on the loop's monotonic clock.
+            let delay = revokedAt.subtractingSaturated(hub.context.configuration.clock.nowMilliseconds())
             expiry = hub.loop.schedule(afterMilliseconds: delay) { [weak self] in self?.tokenExpired() }
         }
         recheckListens()
     }
 
     private func tokenExpired() {
+        expiry?.cancel()
         expiry = nil
         guard machine.tokenExpired() else { return }
         push("ac", ["s": "expired_token", "d": "Auth token is expired."])

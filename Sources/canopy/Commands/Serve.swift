@@ -9,7 +9,8 @@ struct Serve: Command {
     static let abstract = "Run the Canopy daemon."
     static let usage = """
         canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
-                     [--public-keys <pem-or-jwks-file>]... [--emulator] [--sync full|normal]
+                     [--public-keys <pem-or-jwks-file>]... [--allow-tokens-without-exp] [--emulator]
+                     [--sync full|normal]
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
                      [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
@@ -18,6 +19,8 @@ struct Serve: Command {
           --default-ns   namespace for requests without ?ns= (default 'default')
           --rules        security rules file applied to namespaces without rules of their own
           --public-keys  PEM or JWKS file with RS256/ES256 keys of an external identity provider
+          --allow-tokens-without-exp  accept signed tokens without an 'exp' claim (they never expire);
+                         by default such a token is refused
           --emulator     also accept 'Authorization: Bearer owner' as admin and unsigned tokens (tests only)
           --sync         SQLite synchronous mode: full (default; survives power loss) or normal
           --max-connections  simultaneous connections before new ones get 503 (default 10000); the open-file
@@ -41,6 +44,7 @@ struct Serve: Command {
             case "--rules": configuration.rulesFile = try arguments.value(for: option)
             case "--public-keys": configuration.publicKeyFiles.append(try arguments.value(for: option))
             case "--emulator": configuration.emulator = true
+            case "--allow-tokens-without-exp": configuration.allowTokensWithoutExpiry = true
             case "--demo": demo = true
             case "--max-connections":
                 configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
