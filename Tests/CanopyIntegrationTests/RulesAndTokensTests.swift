@@ -155,12 +155,10 @@ func rulesFile(_ name: String) -> String {
 @Suite struct EventStreamRevocationTests {
     @Test func tokenExpiryAndRulesChangesEndStreams() throws {
         // Time is the daemon's: a fixed wall clock, and a loop clock the test advances past the token's expiry.
-        let clock = ManualClock()
-        let wall = FixedWallClock(milliseconds: 1_700_000_000_000)
+        let time = DaemonTime()
         try withServer(configure: {
             $0.rulesFile = rulesFile("personalized-content.rules.json")
-            $0.clock = wall
-            $0.loopClock = clock
+            time.apply(to: &$0)
         }) { server in
             let ns = "sserevoke"
             let admin = [("Authorization", "Bearer \(server.admin)")]
@@ -168,15 +166,15 @@ func rulesFile(_ name: String) -> String {
             // exp 58 s ago: still honoured (60 s of skew), revoked 2 s from now on the daemon's loop clock.
             let short = try server.daemon.credentials.mint(
                 claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1,
-                now: wall.nowMilliseconds() - 59_000)
+                now: time.wall.nowMilliseconds() - 59_000)
             let s1 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s1.openStream("/public/admin/content.json?ns=\(ns)&auth=\(short)", headers: [("Accept", "text/event-stream")]).status == 200)
             #expect(readEvents(s1, until: "event: put").contains("event: put"))
-            clock.advance(byMilliseconds: 2_000)
+            time.loop.advance(byMilliseconds: 2_000)
             let expired = readEvents(s1, until: "auth_revoked")
             #expect(expired.contains("event: auth_revoked\ndata: credential is no longer valid\n\n"))
             let long = try server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: wall.nowMilliseconds())
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: time.wall.nowMilliseconds())
             let s2 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s2.openStream("/public/admin/content.json?ns=\(ns)&auth=\(long)", headers: [("Accept", "text/event-stream")]).status == 200)
             #expect(readEvents(s2, until: "event: put").contains("event: put"))

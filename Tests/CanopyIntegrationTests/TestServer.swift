@@ -54,6 +54,19 @@ struct FixedWallClock: WallClock {
     func nowMilliseconds() -> Int64 { milliseconds }
 }
 
+/// The daemon's time under a test's control: a wall clock that stands still and a loop clock that moves only when
+/// the test advances it, so an expiry or timeout fires exactly at its deadline.
+struct DaemonTime {
+    let loop = ManualClock()
+    let wall = FixedWallClock(milliseconds: 1_700_000_000_000)
+
+    /// Gives `configuration` these clocks.
+    func apply(to configuration: inout ServerConfiguration) {
+        configuration.clock = wall
+        configuration.loopClock = loop
+    }
+}
+
 /// Runs `body` with a fresh in-process server, stopping it afterwards.
 func withServer<T>(
     configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (InProcessServer) throws -> T

@@ -8,11 +8,18 @@ import Testing
         responder.respond(HTTPResponse(status: 200, body: Array("\(request.method) \(request.path)".utf8)))
     }
 
-    @Test func anIdleKeepAliveConnectionClosesSilentlyAtTheIdleTimeout() throws {
+    /// An echo server in memory with `configure`d limits, and one connection to it.
+    func echoConnection(_ configure: (inout HTTPServerLimits) -> Void) throws
+        -> (ConnectionHarness, ConnectionHarness.Peer)
+    {
         var limits = HTTPServerLimits()
-        limits.idleTimeoutMs = 5_000
+        configure(&limits)
         let harness = try ConnectionHarness(limits: limits, handler: Self.echo)
-        let peer = try harness.connect()
+        return (harness, try harness.connect())
+    }
+
+    @Test func anIdleKeepAliveConnectionClosesSilentlyAtTheIdleTimeout() throws {
+        let (harness, peer) = try echoConnection { $0.idleTimeoutMs = 5_000 }
         peer.send("GET /a HTTP/1.1\r\n\r\n")
         #expect(try peer.response()?.status == 200)
         harness.advance(byMilliseconds: 4_999)
@@ -24,11 +31,7 @@ import Testing
     }
 
     @Test func aFreshConnectionMustStartWithinTheHeadTimeout() throws {
-        var limits = HTTPServerLimits()
-        limits.headerTimeoutMs = 1_000
-        limits.idleTimeoutMs = 60_000
-        let harness = try ConnectionHarness(limits: limits, handler: Self.echo)
-        let peer = try harness.connect()
+        let (harness, peer) = try echoConnection { $0.headerTimeoutMs = 1_000; $0.idleTimeoutMs = 60_000 }
         harness.advance(byMilliseconds: 999)
         #expect(!peer.isClosed)
         harness.advance(byMilliseconds: 1)
@@ -36,11 +39,7 @@ import Testing
     }
 
     @Test func aSlowHeadGets408ThenLingersUntilTheLingerTimeout() throws {
-        var limits = HTTPServerLimits()
-        limits.headerTimeoutMs = 10_000
-        limits.lingerTimeoutMs = 2_000
-        let harness = try ConnectionHarness(limits: limits, handler: Self.echo)
-        let peer = try harness.connect()
+        let (harness, peer) = try echoConnection { $0.headerTimeoutMs = 10_000; $0.lingerTimeoutMs = 2_000 }
         peer.send("GET / HTTP/1.1\r\nHost: x\r\n")  // never finishes the head
         harness.advance(byMilliseconds: 9_999)
         #expect(try peer.response() == nil)
@@ -60,10 +59,7 @@ import Testing
     }
 
     @Test func aBodyThatKeepsMovingIsGivenTimeAndOneThatStallsGets408() throws {
-        var limits = HTTPServerLimits()
-        limits.bodyTimeoutMs = 1_000
-        let harness = try ConnectionHarness(limits: limits, handler: Self.echo)
-        let peer = try harness.connect()
+        let (harness, peer) = try echoConnection { $0.bodyTimeoutMs = 1_000 }
         peer.send("PUT /a HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
         for _ in 0..<3 {
             harness.advance(byMilliseconds: 900)

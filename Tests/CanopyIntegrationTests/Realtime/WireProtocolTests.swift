@@ -217,29 +217,27 @@ import Testing
     /// A token that expires mid-connection: `ac` with expired_token, then the listen it granted is revoked. Time is
     /// the daemon's: a fixed wall clock and a manual loop clock, so the expiry fires exactly at the token's `exp`.
     @Test func expiredTokenRevokesAuthAndListens() throws {
-        let clock = ManualClock()
-        let wall = FixedWallClock(milliseconds: 1_700_000_000_000)
+        let time = DaemonTime()
         try withServer(configure: {
             $0.rulesFile = rulesFile("personalized-content.rules.json")
-            $0.clock = wall
-            $0.loopClock = clock
+            time.apply(to: &$0)
         }) { server in
             let ns = "wsexpiry"
             let a = try connect(server, ns)
             // exp 58 s ago: still honoured (60 s of skew), revoked 2 s from now.
             let token = try server.daemon.credentials.mint(
                 claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 1,
-                now: wall.nowMilliseconds() - 59_000)
+                now: time.wall.nowMilliseconds() - 59_000)
             var r = a.request("auth", ["cred": .string(token)])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             r = a.request("q", ["p": "/private/adminable/users/901", "h": ""])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             // A millisecond early: the loop runs what became due before it reads the next request, so an `ac` would
             // arrive before this reply.
-            clock.advance(byMilliseconds: 1_999)
+            time.loop.advance(byMilliseconds: 1_999)
             #expect(a.reply(a.request("s", ["c": [:]]))?["d"]?["b"]?["s"] == "ok")
             #expect(!a.all.contains { $0["d"]?["a"] == "ac" })
-            clock.advance(byMilliseconds: 1)
+            time.loop.advance(byMilliseconds: 1)
             let revoked = try #require(a.push("ac", timeout: 5))
             #expect(revoked["d"]?["b"]?["s"] == "expired_token")
             #expect(a.push("c", path: "/private/adminable/users/901") != nil)
