@@ -18,6 +18,19 @@ echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build -Xswiftc -warnings-as-errors >/dev/null
 
+echo "== docc (the catalog's links)"
+# The articles under Sources/CanopyServer/CanopyServer.docc link to each other's sections; a broken link fails here.
+docc_bin=$(command -v docc || true)
+if [ -z "$docc_bin" ] && [ -n "$(command -v swift)" ]; then
+    docc_bin="$(dirname "$(readlink -f "$(command -v swift)")")/docc"
+fi
+if [ -x "$docc_bin" ]; then
+    "$docc_bin" convert Sources/CanopyServer/CanopyServer.docc --output-path .build/docc --warnings-as-errors \
+        >.build/docc.log 2>&1 || { cat .build/docc.log; echo "run.sh: the DocC catalog has broken links"; exit 1; }
+else
+    echo "run.sh: docc not found next to swift; catalog not checked"
+fi
+
 echo "== swift test"
 # The whole log goes to .build/swift-test.log; the console gets its summary lines and every failure, never cut off.
 CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel > .build/swift-test.log 2>&1 || true
