@@ -1,4 +1,5 @@
-// ServerMessage -- parsing one reassembled server message of wire protocol v5 (protocol doc §3.3–3.7).
+// ServerMessage -- parsing one reassembled server message of wire protocol v5 (Protocol.md#Control-messages,
+// Protocol.md#Data-messages).
 
 import CanopyCore
 

@@ -102,7 +102,7 @@ extension SyncCore {
         }
     }
 
-    /// The restore sequence after a handshake (protocol doc §3.14): auth, listens, pending writes, deferred
+    /// The restore sequence after a handshake (Protocol.md#Restore-sequence): auth, listens, pending writes, deferred
     /// requests — pipelined; the server handles one connection's requests strictly in order.
     private func restore() {
         if let token { sendAuth(token) }
@@ -143,7 +143,7 @@ extension SyncCore {
         }
     }
 
-    /// Pings after `keepAliveInterval` without traffic (the server answers `o`, protocol doc §3.3–3.4) and
+    /// Pings after `keepAliveInterval` without traffic (the server answers `o`, Protocol.md#Liveness) and
     /// replaces a connection that received nothing for twice that long: a dead Wi-Fi link may never report a
     /// TCP error.
     private func scheduleKeepAlive(attempt: Int) {

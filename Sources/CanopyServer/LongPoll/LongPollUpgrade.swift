@@ -1,7 +1,7 @@
 // LongPollUpgrade -- moves a long-poll session onto a WebSocket the client opened for it (`/.ws?s=<handshake s>`).
 //
 // The SDK starts on long polling after a failed WebSocket attempt, then tries a WebSocket again as a secondary
-// connection named by the handshake's `s`. The switch (firebase-protocol.md §3.3, `a` and `n`):
+// connection named by the handshake's `s`. The switch (Protocol.md#Long-polling; control messages `a` and `n`):
 // 1. The server accepts the socket and sends the switch ack `a`; the client pings it until two pongs came back.
 // 2. The client sends `a` on the socket and `n` (end of transmission) on the long poll, and from then on sends on
 //    the socket. What it sends there is held until the long poll's `n` was handled, so requests keep their order.

@@ -8,7 +8,7 @@ import CanopyNet
 /// A change is delivered to every session of a listen group (all with the same tag) as the same messages, so the
 /// fan-out serializes them once and frames them once; each WebSocket then only copies the finished frames into
 /// its batched output. Messages longer than 16384 UTF-16 units travel as a bare piece count followed by the
-/// pieces (firebase-protocol.md §3.2), cut on scalar boundaries; `texts` keeps each message whole for
+/// pieces (Protocol.md#Framing), cut on scalar boundaries; `texts` keeps each message whole for
 /// transports that carry whole messages (long polling).
 struct WireMessages {
     /// Largest frame, in UTF-16 units.

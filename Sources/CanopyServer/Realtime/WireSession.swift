@@ -1,6 +1,6 @@
 // WireSession -- one Firebase Realtime Database wire-protocol (v5) connection over a WebSocket or long polling.
 //
-// Envelopes (firebase-protocol.md §3): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
+// Envelopes (Protocol.md#Wire-protocol): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
 // `{"t":"d","d":{"r":<n>,"a":<action>,"b":{…}}}`, responses `{"t":"d","d":{"r":<n>,"b":{"s":<status>,"d":…}}}`,
 // pushes `{"t":"d","d":{"a":"d"|"m"|"c"|"ac","b":{…}}}` (`m`: an update, its children by relative path).
 // Messages longer than 16384 characters travel as a bare piece count followed by the pieces. A connection's
