@@ -50,12 +50,18 @@ if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log ||
     exit 1
 fi
 
-echo "== interop (firebase-admin, pyrebase4)"
-venv=.build/interop-venv
-if [ ! -x "$venv/bin/python" ] || ! cmp -s Tests/interop/requirements.txt "$venv/requirements.txt"; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r Tests/interop/requirements.txt
-    cp Tests/interop/requirements.txt "$venv/requirements.txt"
-fi
-CANOPY_BIN="$PWD/.build/debug/canopy" "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/interop
+echo "== interop (firebase-admin, pyrebase4, firebase 4.0.1; firebase-rest-api in a venv of its own)"
+# firebase-rest-api and PyPI's firebase 4.0.1 both install a module named `firebase`, so each has its own venv.
+interop_venv() {  # interop_venv DIR REQUIREMENTS
+    if [ ! -x "$1/bin/python" ] || ! cmp -s "$2" "$1/requirements.txt"; then
+        rm -rf "$1"
+        python3 -m venv "$1"
+        "$1/bin/pip" install -q --disable-pip-version-check -r "$2"
+        cp "$2" "$1/requirements.txt"
+    fi
+}
+interop_venv .build/interop-venv Tests/interop/requirements.txt
+interop_venv .build/interop-rest-api-venv Tests/interop/requirements-rest-api.txt
+export CANOPY_BIN="$PWD/.build/debug/canopy"
+.build/interop-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop --ignore=Tests/interop/rest_api
+.build/interop-rest-api-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop/rest_api

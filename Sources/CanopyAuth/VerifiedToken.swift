@@ -32,6 +32,24 @@ public struct VerifiedToken: Sendable {
         return milliseconds >= 9.2e18 ? Int64.max : milliseconds <= -9.2e18 ? Int64.min : Int64(milliseconds)
     }
 
+    /// Whether this is a Firebase legacy token: the format of the old token generators (`v` the format version,
+    /// `d` the auth payload, `admin` and `debug` flags, optional `exp` / `nbf`), signed with the database secret.
+    public var isLegacy: Bool {
+        guard claims["v"]?.doubleValue != nil, let members = claims.members else { return false }
+        return members.contains { $0.key == "d" }
+    }
+
+    /// When a legacy token expires, in ms since the epoch: its `exp`, or 24 hours after `iat` when it has none
+    /// (the old generators' default). nil when it has neither.
+    public var legacyExpiresAt: Int64? {
+        if let exp = expiresAt { return exp }
+        guard let iat = claims["iat"]?.doubleValue, iat.isFinite, abs(iat) < 1e12 else { return nil }
+        return Int64(iat.rounded(.down)) * 1000 + Self.legacyLifetimeMilliseconds
+    }
+
+    /// The lifetime of a legacy token without `exp`.
+    public static let legacyLifetimeMilliseconds: Int64 = 24 * 3600 * 1000
+
     /// Whether the `admin` claim is `true` (the claim `canopy token mint --admin` sets).
     public var isAdmin: Bool { claims["admin"]?.boolValue == true }
 

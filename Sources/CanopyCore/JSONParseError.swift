@@ -81,11 +81,22 @@ public struct JSONParseOptions: Sendable, Equatable {
     public var maxBytes: Int
     /// Accept `// line` and `/* block */` comments wherever whitespace is allowed (rules files).
     public var allowComments: Bool
+    /// Accept raw line breaks and tabs (LF, CR, HT) inside string literals, kept as they are: a rule expression
+    /// written over several lines, as the Firebase console and rules endpoint accept it. Other control
+    /// characters stay refused.
+    public var allowLineBreaksInStrings: Bool
 
     /// Strict RFC 8259 with a depth limit of 512 and a size limit of 256 MiB by default.
-    public init(maxDepth: Int = 512, maxBytes: Int = 256 << 20, allowComments: Bool = false) {
+    public init(
+        maxDepth: Int = 512, maxBytes: Int = 256 << 20, allowComments: Bool = false,
+        allowLineBreaksInStrings: Bool = false
+    ) {
         self.maxDepth = maxDepth
         self.maxBytes = maxBytes
         self.allowComments = allowComments
+        self.allowLineBreaksInStrings = allowLineBreaksInStrings
     }
+
+    /// The dialect of security rules files: comments, and strings over several lines.
+    public static let rules = JSONParseOptions(allowComments: true, allowLineBreaksInStrings: true)
 }

@@ -1,6 +1,13 @@
-// JSONParser+Strings -- string literals: escapes, surrogate pairs, strict UTF-8, no raw control chars.
+// JSONParser+Strings -- string literals: escapes, surrogate pairs, strict UTF-8, no raw control chars (but line
+// breaks in the rules dialect).
 
 extension JSONParser {
+    /// A raw LF, CR or tab inside a string, allowed by `allowLineBreaksInStrings`.
+    @inline(__always)
+    func isAllowedBreak(_ b: UInt8) -> Bool {
+        options.allowLineBreaksInStrings && (b == 0x0A || b == 0x0D || b == 0x09)
+    }
+
     /// Parses a string literal starting at the opening quote; leaves `pos` after the closing quote.
     mutating func parseString() throws(JSONParseError) -> String {
         pos += 1
@@ -14,7 +21,7 @@ extension JSONParser {
                 return text
             }
             if b == 0x5C { break }  // backslash: take the slow path
-            if b < 0x20 { throw error(.controlCharacterInString, at: pos) }
+            if b < 0x20 && !isAllowedBreak(b) { throw error(.controlCharacterInString, at: pos) }
             pos += b < 0x80 ? 1 : try utf8SequenceLength(at: pos)
         }
         guard pos < input.count else { throw error(.unexpectedEnd, at: pos) }
@@ -29,7 +36,7 @@ extension JSONParser {
                 return String(decoding: scratch, as: UTF8.self)
             case 0x5C:
                 try parseEscape()
-            case 0..<0x20:
+            case 0..<0x20 where !isAllowedBreak(b):
                 throw error(.controlCharacterInString, at: pos)
             case 0..<0x80:
                 scratch.append(b)

@@ -56,7 +56,7 @@ public final class CompiledRules: Sendable {
             throw RulesError(path: "/", reason: "rules are larger than \(maxSourceBytes / 1024) KB")
         }
         do {
-            return try JSONValue.parse(Array(source.utf8), options: JSONParseOptions(allowComments: true))
+            return try JSONValue.parse(Array(source.utf8), options: .rules)
         } catch {
             throw RulesError(path: "/", reason: error.userMessage)
         }

@@ -50,7 +50,8 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     /// The namespaces and the realtime hub, without a listening socket.
     private func openDatabases() throws -> ServerContext {
         let registry = try NamespaceRegistry(configuration: configuration, loop: loop)
-        let context = ServerContext(configuration: configuration, credentials: credentials, registry: registry)
+        let context = ServerContext(
+            configuration: configuration, credentials: credentials, registry: registry, loop: loop)
         self.context = context
         let hub = RealtimeHub(context: context, loop: loop)
         context.realtime = hub

@@ -27,8 +27,12 @@ final class ServerContext {
     let defaultPolicy: any AccessPolicy
     let defaultRulesSource: String
 
-    init(configuration: ServerConfiguration, credentials: Credentials, registry: NamespaceRegistry) {
+    /// The loop every handler runs on (timers: a read's `timeout`).
+    let loop: EventLoop
+
+    init(configuration: ServerConfiguration, credentials: Credentials, registry: NamespaceRegistry, loop: EventLoop) {
         self.configuration = configuration
+        self.loop = loop
         self.credentials = credentials
         self.registry = registry
         self.defaultPolicy = registry.defaultPolicy

@@ -189,6 +189,17 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONValue.parse("// only a comment", options: options) }
     }
 
+    /// The rules dialect keeps raw line breaks and tabs inside strings (both parse paths); other controls stay out.
+    @Test func rulesDialectAcceptsLineBreaksInStrings() throws {
+        let plain = "{\"v\": \"a\n\tb\r\nc\"}"
+        let escaped = "{\"v\": \"\\u0041\n b\"}"
+        #expect(try JSONValue.parse(plain, options: .rules) == ["v": "a\n\tb\r\nc"])
+        #expect(try JSONValue.parse(escaped, options: .rules) == ["v": "A\n b"])
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(plain) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse("\"a\u{1}b\"", options: .rules) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse("\"a\u{1}\\nb\"", options: .rules) }
+    }
+
     @Test func everyProperPrefixIsRefusedAndSplitsRejoin() throws {
         let text = "{\"a\":[1,-2.5e3,\"x\\u00e9\\n\u{E9}\"],\"b\":{\"c\":null,\"d\":true},\"e\":false}"
         let bytes = Array(text.utf8)

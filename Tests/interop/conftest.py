@@ -59,3 +59,24 @@ def app(server):
     app.canopy_ns = ns
     yield app
     firebase_admin.delete_app(app)
+
+
+@pytest.fixture()
+def fresh_server():
+    """A daemon of its own (for clients that cannot name a namespace: each test gets an empty default one)."""
+    s = Server()
+    yield s
+    s.stop()
+
+
+def database_secret(server):
+    """The database secret, as `canopy token secret --data <dir>` prints it."""
+    out = subprocess.run([BIN, "token", "secret", "--data", server.data], check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def mint(server, *args):
+    """A token minted by `canopy token mint` against the server's data directory."""
+    out = subprocess.run([BIN, "token", "mint", "--data", server.data, *args], check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip()

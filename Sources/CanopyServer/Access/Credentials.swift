@@ -22,6 +22,11 @@ public final class Credentials: Sendable {
     /// Emulator mode only: reads unsigned mock tokens, ignoring their times (see `identify(credential:namespace:)`).
     let mockTokenReader: TokenVerifier?
     let emulator: Bool
+    let clock: any WallClock
+
+    /// The database secret of Firebase's legacy tokens (the base64url text of the HS256 signing secret): older
+    /// server libraries sign with it (`canopy token secret` prints it).
+    public let databaseSecret: String
 
     public init(configuration: ServerConfiguration) throws {
         adminCredentialPath = configuration.dataDirectory + "/admin.credential"
@@ -29,7 +34,8 @@ public final class Credentials: Sendable {
         adminCredential = Base64.encode(
             try SecretFile.loadOrCreate(path: adminCredentialPath, byteCount: 32), url: true, padding: false)
         signingSecret = try SecretFile.loadOrCreate(path: signingSecretPath, byteCount: 32)
-        var keys = [VerificationKey.hmac(secret: signingSecret)]
+        databaseSecret = Base64.encode(signingSecret, url: true, padding: false)
+        var keys = [VerificationKey.hmac(secret: signingSecret), VerificationKey.hmac(secret: Array(databaseSecret.utf8))]
         for file in configuration.publicKeyFiles {
             let text = try readTextFile(file)
             if text.contains("-----BEGIN") {
@@ -39,6 +45,7 @@ public final class Credentials: Sendable {
             }
         }
         emulator = configuration.emulator
+        clock = configuration.clock
         verifier = TokenVerifier(keys: keys, clock: configuration.clock, allowUnsigned: configuration.emulator)
         mockTokenReader =
             configuration.emulator ? TokenVerifier(keys: [], clock: EpochClock(), allowUnsigned: true) : nil
@@ -105,7 +112,24 @@ public final class Credentials: Sendable {
         guard token.allows(namespace: namespace) else {
             throw CredentialError(message: "This token is not valid for namespace '\(namespace)'.")
         }
+        if token.isLegacy { return try legacyIdentity(token) }
         return .user(auth: token.rulesAuth, expiresAt: token.expiresAt)
+    }
+
+    /// A legacy token's identity, as Firebase gave it: `admin: true` bypasses the rules; otherwise rules see the
+    /// payload `d` as `auth` (so `auth.uid` is `d.uid`); a null payload is unauthenticated. Without `exp` it
+    /// expires 24 hours after `iat`.
+    private func legacyIdentity(_ token: VerifiedToken) throws(CredentialError) -> Identity {
+        guard let expiresAt = token.legacyExpiresAt else {
+            throw CredentialError(message: "Could not parse auth token: a legacy token needs 'exp' or 'iat'")
+        }
+        // A token with `exp` was checked by the verifier; one without expires 24 hours after it was issued.
+        if token.expiresAt == nil, clock.nowMilliseconds() >= expiresAt {
+            throw CredentialError(message: "Could not parse auth token: token expired")
+        }
+        if token.claims["admin"]?.boolValue == true { return .admin }
+        guard let payload = token.claims["d"], payload.members != nil else { return .anonymous }
+        return .user(auth: payload, expiresAt: expiresAt)
     }
 }
 

@@ -7,7 +7,13 @@ extension RESTHandler {
     // MARK: GET
 
     func handleGet(_ request: DataRequest, _ responder: HTTPResponder) throws {
-        if request.http.header("accept")?.contains("text/event-stream") == true, let realtime = context.realtime {
+        // `GET /p/.priority.json` reads the priority of `/p` (null when it has none), under `/p`'s read rules.
+        let priorityOf = request.path.lastKey.flatMap { sameKey($0, Key.priority) ? request.path.parent : nil }
+        let stream = request.http.header("accept")?.contains("text/event-stream") == true
+        if priorityOf != nil && (stream || request.params.keys.contains(where: Self.readModifiers.contains)) {
+            throw RESTError(400, "A .priority can only be read as a value: stream or query its parent instead.")
+        }
+        if stream, let realtime = context.realtime {
             try realtime.startEventStream(request, responder)
             return
         }
@@ -23,7 +29,7 @@ extension RESTHandler {
         }
         let namespace = try context.namespace(request.namespaceName, create: false)
         let root = namespace?.root ?? .empty
-        try authorizeRead(request, query: query, namespace: namespace)
+        try authorizeRead(request, at: priorityOf ?? request.path, query: query, namespace: namespace)
         if (namespace?.policy ?? context.defaultPolicy).isUnindexed(query, at: request.path) {
             Logger(label: "canopy.rules").warning(
                 "query.unindexed", ["ns": request.namespaceName, "path": request.path.description,
@@ -32,6 +38,9 @@ extension RESTHandler {
         let node = root.node(at: request.path)
         let respond = { [request] in
             var headers: [(String, String)] = []
+            if let name = request.parameters.download {
+                headers.append(("Content-Disposition", "attachment; filename=\"\(name)\""))
+            }
             if wantsETag || ifNoneMatch != nil {
                 let etag = node.etag
                 headers.append(("ETag", etag))
@@ -63,12 +72,34 @@ extension RESTHandler {
             }
             responder.respond(.json(200, value, pretty: request.pretty, extraHeaders: headers))
         }
-        if let namespace {
+        guard let namespace else {
+            respond()
+            return
+        }
+        // The answer waits for the writes before it to be durable; `timeout` bounds that wait.
+        guard let timeout = request.parameters.timeoutMilliseconds else {
             namespace.whenDurable { _ in respond() }
-        } else {
+            return
+        }
+        var answered = false
+        let timer = context.loop.schedule(afterMilliseconds: timeout) {
+            guard !answered else { return }
+            answered = true
+            responder.respond(RESTError(400, "The read did not finish within timeout=\(timeout)ms.").httpResponse)
+        }
+        namespace.whenDurable { _ in
+            guard !answered else { return }
+            answered = true
+            timer.cancel()
             respond()
         }
     }
+
+    /// Parameters that shape a read (a `.priority` read takes none of them).
+    private static let readModifiers: Set<String> = [
+        "orderBy", "limitToFirst", "limitToLast", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "shallow",
+        "format",
+    ]
 
     // MARK: PUT / DELETE
 
@@ -116,6 +147,7 @@ extension RESTHandler {
         answer: @escaping (WriteReceipt) -> JSONValue
     ) throws {
         let namespace = try context.namespace(request.namespaceName)
+        try request.parameters.writeSizeLimit.check(operation, in: namespace.root)
         namespace.perform(operation, as: request.identity, now: request.now, condition: condition) { result in
             switch result {
             case .success(let receipt):
@@ -138,13 +170,13 @@ extension RESTHandler {
     }
 
     /// Refuses a read that the policy does not allow (of a namespace that may not be open: its default rules).
-    func authorizeRead(_ request: DataRequest, query: QuerySpec?, namespace: Namespace?) throws {
+    func authorizeRead(_ request: DataRequest, at path: Path, query: QuerySpec?, namespace: Namespace?) throws {
         let decision: AccessDecision
         if let namespace {
-            decision = namespace.authorizeRead(request.path, query: query, as: request.identity, now: request.now)
+            decision = namespace.authorizeRead(path, query: query, as: request.identity, now: request.now)
         } else {
             decision = context.defaultPolicy.authorize(
-                .read(query: query), at: request.path, as: request.identity, in: request.namespaceName, old: .empty,
+                .read(query: query), at: path, as: request.identity, in: request.namespaceName, old: .empty,
                 new: nil, now: request.now)
         }
         guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }

@@ -12,6 +12,8 @@ struct DataRequest {
     var namespaceName: String
     var identity: Identity
     var params: [String: String]
+    /// `timeout`, `writeSizeLimit`, `download`, validated.
+    var parameters: RESTParameters
     var now: Int64
 
     var pretty: Bool { params["print"] == "pretty" }
@@ -41,7 +43,7 @@ final class RESTHandler: HTTPHandler {
             realtime.handle(request, responder)
             return
         }
-        let method = effectiveMethod(request)
+        let method = try effectiveMethod(request)
         if request.path.hasPrefix("/.canopy/") {
             try handleAdmin(request, method: method, responder)
             return
@@ -71,26 +73,31 @@ final class RESTHandler: HTTPHandler {
         }
     }
 
-    /// `POST` with `X-HTTP-Method-Override` (header or query parameter) acts as that method.
-    private func effectiveMethod(_ request: HTTPRequest) -> String {
+    /// `POST` with `X-HTTP-Method-Override` (header or query parameter) acts as that method; an override that
+    /// names anything else is refused (it must never fall back to a POST, which would push data).
+    private func effectiveMethod(_ request: HTTPRequest) throws(RESTError) -> String {
         guard request.method == "POST" else { return request.method }
-        let override = request.header("x-http-method-override") ?? request.queryValue("x-http-method-override")
-        if let override, ["PUT", "PATCH", "DELETE", "GET"].contains(override.uppercased()) {
-            return override.uppercased()
+        guard let override = request.header("x-http-method-override") ?? request.queryValue("x-http-method-override")
+        else { return request.method }
+        let method = override.uppercased()
+        guard ["PUT", "PATCH", "DELETE", "GET", "POST"].contains(method) else {
+            throw RESTError(
+                400,
+                "Invalid X-HTTP-Method-Override '\(RESTParameters.printable(override))': use PUT, PATCH, DELETE or GET.")
         }
-        return request.method
+        return method
     }
 
     private func parseDataRequest(_ request: HTTPRequest, method: String) throws -> DataRequest {
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
         let rawPath = String(request.path.dropLast(".json".count))
-        let path = try Path(parsing: rawPath, allowPriorityLeaf: method != "GET")
+        let path = try Path(parsing: rawPath, allowPriorityLeaf: true)
         let namespace = try namespaceName(request, params: params)
         let identity = try identify(request, params: params, namespace: namespace)
         return DataRequest(
             http: request, method: method, path: path, namespaceName: namespace, identity: identity,
-            params: params, now: context.configuration.clock.nowMilliseconds())
+            params: params, parameters: try RESTParameters(params), now: context.configuration.clock.nowMilliseconds())
     }
 
     func namespaceName(_ request: HTTPRequest, params: [String: String]) throws -> String {
@@ -127,9 +134,12 @@ final class RESTHandler: HTTPHandler {
         case "GET":
             // A namespace whose saved rules failed shows why (503), as its data requests do.
             let namespace = try context.namespace(name, create: false)
+            // The text exactly as it was stored, comments and line breaks included, as Firebase answers it.
             let source = namespace?.rulesSource ?? context.defaultRulesSource
-            let json = (try? JSONValue.parse(source, options: JSONParseOptions(allowComments: true))) ?? .null
-            responder.respond(.json(200, json, pretty: true))
+            responder.respond(
+                HTTPResponse(
+                    status: 200, headers: [("Content-Type", "application/json; charset=utf-8")] + commonHeaders,
+                    body: Array(source.utf8)))
         case "PUT":
             let source = String(decoding: request.body, as: UTF8.self)
             let compiled = try CompiledRules.compile(source: source)

@@ -1,4 +1,5 @@
-// Token -- `canopy token mint`: sign a token with the daemon's secret.
+// Token -- `canopy token mint`: sign a token with the daemon's secret; `canopy token secret`: print the database
+// secret that signs Firebase legacy tokens.
 
 import CanopyAuth
 import CanopyCore
@@ -8,8 +9,11 @@ import CanopyStore
 
 struct TokenCommand: Command {
     static let name = "token"
-    static let abstract = "Mint signed tokens (canopy token mint)."
+    static let abstract = "Mint signed tokens (canopy token mint) or print the legacy database secret."
     static let usage = """
+        canopy token secret [--data <dir>]
+          prints the database secret for clients that sign Firebase legacy tokens themselves (such as
+          FirebaseAuthentication in PyPI's firebase 4.0.1): keep it as secret as the admin credential
         canopy token mint [--claims <json>] [--uid <id>] [--admin] [--attendee <id> --directory <file>]
                           [--ns <namespace>] [--ttl <duration>] [--data <dir>]
           --claims     JSON object of claims (userId, tierId, groups, ns, admin, ...)
@@ -31,10 +35,21 @@ struct TokenCommand: Command {
     var namespace: String?
     var ttlSeconds: Int64 = 3600
     var dataDirectory = "./canopy-data"
+    /// `canopy token secret` rather than `mint`.
+    var printsSecret = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        guard arguments.nextPositional() == "mint" else {
-            throw UsageError(message: "expected 'canopy token mint'")
+        switch arguments.nextPositional() {
+        case "mint": break
+        case "secret":
+            printsSecret = true
+            while let option = try arguments.nextOption() {
+                guard option == "--data" else { throw .unknownOption(option, command: Self.name) }
+                dataDirectory = try arguments.value(for: option)
+            }
+            return
+        default:
+            throw UsageError(message: "expected 'canopy token mint' or 'canopy token secret'")
         }
         while let option = try arguments.nextOption() {
             switch option {
@@ -63,6 +78,12 @@ struct TokenCommand: Command {
     }
 
     func run() throws {
+        if printsSecret {
+            _ = try DataDirectory(path: dataDirectory)
+            let secret = try SecretFile.loadOrCreate(path: dataDirectory + "/signing.key", byteCount: 32)
+            print(Base64.encode(secret, url: true, padding: false))
+            return
+        }
         var members = claims
         func set(_ key: String, _ value: JSONValue) {
             members.removeAll { $0.key == key }
