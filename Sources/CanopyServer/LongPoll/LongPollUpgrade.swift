@@ -32,14 +32,16 @@ final class LongPollUpgrade {
     func begin() {
         socket.onText = { [weak self] text in self?.received(text) }
         socket.onClose = { [weak self] in self?.socketClosed() }
-        socket.send(text: #"{"t":"c","d":{"t":"a","d":{}}}"#)
+        socket.send(text: Wire.control(Wire.Control.switchAck).serialized())
     }
 
     private func received(_ text: String) {
-        if !clientSwitched, let message = try? JSONValue.parse(text), message["t"] == "c" {
-            switch message["d"]?["t"]?.stringValue {
-            case "p": socket.send(text: #"{"t":"c","d":{"t":"o","d":{}}}"#)
-            case "a": clientSwitched = true
+        if !clientSwitched, let message = try? JSONValue.parse(text),
+            message[Wire.Key.type]?.stringValue == Wire.MessageType.control
+        {
+            switch message[Wire.Key.data]?[Wire.Key.type]?.stringValue {
+            case Wire.Control.ping: socket.send(text: Wire.control(Wire.Control.pong).serialized())
+            case Wire.Control.switchAck: clientSwitched = true
             default: break
             }
             return
@@ -56,7 +58,7 @@ final class LongPollUpgrade {
     /// The client ended transmission on the long poll: move the session to the socket.
     func complete() {
         guard let connection, let session = connection.session, !socket.isClosed else { return }
-        connection.send(text: #"{"t":"c","d":{"t":"n","d":{}}}"#)
+        connection.send(text: Wire.control(Wire.Control.endTransmission).serialized())
         connection.retire()
         session.switchTransport(to: socket)
         let pending = held

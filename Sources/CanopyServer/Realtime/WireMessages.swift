@@ -31,7 +31,7 @@ struct WireMessages {
     init(closing prefixes: [[UInt8]], tag: Int64?) {
         var suffix: [UInt8] = []
         if let tag {
-            suffix.append(contentsOf: #","t":"#.utf8)
+            suffix.append(contentsOf: Self.tagSeparator)
             JSONValue.int(tag).write(into: &suffix)
         }
         suffix.append(contentsOf: "}}}".utf8)
@@ -45,6 +45,12 @@ struct WireMessages {
             })
     }
 
+    /// The serialized fixed parts of pushes: `{"t":"d","d":{"a":"d"|"m","b":{"p":`, `,"d":` and `,"t":`.
+    private static let setOpening = Wire.pushOpening(Wire.Push.data)
+    private static let mergeOpening = Wire.pushOpening(Wire.Push.merge)
+    private static let dataSeparator = Wire.memberSeparator(Wire.Key.data)
+    private static let tagSeparator = Wire.memberSeparator(Wire.Key.tag)
+
     /// The shared part of `d` (set) and `m` (merge) pushes for a list of updates: everything but the tag and the
     /// closing braces, so a group serializes each change once however many sessions listen, whatever their tags.
     static func dataMessagePrefixes(_ updates: [ListenUpdate]) -> [[UInt8]] {
@@ -53,14 +59,15 @@ struct WireMessages {
             bytes.reserveCapacity(128)
             switch update {
             case .set(let path, let value):
-                bytes.append(contentsOf: #"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
+                bytes.append(contentsOf: Self.setOpening)
                 JSONValue.string(path.description).write(into: &bytes)
-                bytes.append(contentsOf: #","d":"#.utf8)
+                bytes.append(contentsOf: Self.dataSeparator)
                 value.writeJSON(export: true, into: &bytes)
             case .merge(let path, let children, _):
-                bytes.append(contentsOf: #"{"t":"d","d":{"a":"m","b":{"p":"#.utf8)
+                bytes.append(contentsOf: Self.mergeOpening)
                 JSONValue.string(path.description).write(into: &bytes)
-                bytes.append(contentsOf: #","d":{"#.utf8)
+                bytes.append(contentsOf: Self.dataSeparator)
+                bytes.append(UInt8(ascii: "{"))
                 for (index, child) in children.enumerated() {
                     if index > 0 { bytes.append(UInt8(ascii: ",")) }
                     JSONValue.string(child.path.segments.joined(separator: "/")).write(into: &bytes)
