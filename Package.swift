@@ -20,7 +20,9 @@ let package = Package(
     // Apple minimums of what the client library uses: Synchronization's Mutex/Atomic (ignored on Linux).
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .executable(name: "canopy", targets: ["canopy"])
+        .executable(name: "canopy", targets: ["canopy"]),
+        // The client SDK for apps: `.product(name: "CanopyClient", package: "canopy")` (Tests/ClientPackageExample).
+        .library(name: "CanopyClient", targets: ["CanopyClient"]),
     ],
     targets: [
         // C shims: Glibc does not export epoll/eventfd/timerfd; SQLite and OpenSSL come from Debian.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tests/run.sh -- runs every test: Swift unit and integration tests, then the Python interop suite
-# (the real firebase-admin and pyrebase4 packages against the real `canopy serve`).
+# Tests/run.sh -- runs every test: Swift unit and integration tests, a separate package using the CanopyClient
+# product as an app would, then the Python interop suite (the real firebase-admin and pyrebase4 packages),
+# the last two against the real `canopy serve`.
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev, and a local venv for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +50,27 @@ if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log ||
     tail -n 40 .build/swift-test.log
     exit 1
 fi
+
+echo "== client package (Tests/ClientPackageExample: CanopyClient by product name)"
+# Its own package and build directory (inside .build); the program runs against `canopy serve` on a loopback port.
+# Without manifest caching: a cached build plan misses source files added to the path dependency since.
+example_build=(swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example
+    --disable-build-manifest-caching -Xswiftc -warnings-as-errors)
+"${example_build[@]}" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
+"${example_build[@]}" >/dev/null
+example_data=$(mktemp -d)
+.build/debug/canopy serve --port 0 --data "$example_data" --log-level warning >"$example_data/serve.log" 2>&1 &
+example_server=$!
+trap 'kill "$example_server" 2>/dev/null || true; rm -rf "$example_data"' EXIT
+example_url=""
+for _ in $(seq 100); do
+    example_url=$(grep -oE 'serving http://[0-9.]+:[0-9]+' "$example_data/serve.log" | head -n 1 | cut -d' ' -f2 || true)
+    [ -n "$example_url" ] && break
+    sleep 0.1
+done
+[ -n "$example_url" ] || { echo "run.sh: canopy serve did not start"; cat "$example_data/serve.log"; exit 1; }
+.build/client-package-example/debug/ClientPackageExample "$example_url" "$(cat "$example_data/admin.credential")"
+kill "$example_server" && wait "$example_server" 2>/dev/null || true
 
 echo "== interop (firebase-admin, pyrebase4, firebase 4.0.1; firebase-rest-api in a venv of its own)"
 # firebase-rest-api and PyPI's firebase 4.0.1 both install a module named `firebase`, so each has its own venv.

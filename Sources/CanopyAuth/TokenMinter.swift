@@ -4,6 +4,12 @@ import CanopyCore
 
 /// Creates signed tokens.
 public enum TokenMinter {
+    /// The latest `exp` a minted token may carry: 9999-12-31T23:59:59Z, in seconds since the epoch.
+    ///
+    /// Far enough for any real lifetime, near enough that `exp × 1000` (the milliseconds every consumer works
+    /// in) fits any 64-bit arithmetic and that the date prints as an ordinary four-digit year.
+    public static let latestExpiry: Int64 = 253_402_300_799
+
     /// Mints an HS256 token carrying `claims` plus `iat` and `exp`.
     ///
     /// The header is `{"alg":"HS256","typ":"JWT"}` plus `kid` when given. Any `iat` or `exp`
@@ -15,22 +21,36 @@ public enum TokenMinter {
     ///   - ttlSeconds: Lifetime; `exp` = `issuedAt + ttlSeconds`.
     ///   - kid: Optional key id for the header.
     /// - Returns: The compact token.
+    /// - Throws: ``TokenMintError`` when `exp` would be before the epoch or after ``latestExpiry``.
     public static func mintHS256(
         claims: JSONValue, secret: [UInt8], issuedAt: Int64, ttlSeconds: Int64, kid: String? = nil
-    ) -> String {
+    ) throws(TokenMintError) -> String {
         precondition(!secret.isEmpty, "an HS256 secret cannot be empty")
-        return compact(header: header(.hs256, kid: kid), claims: stamped(claims, issuedAt, ttlSeconds)) {
+        return compact(header: header(.hs256, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
             HMACSHA256.authenticate($0, key: secret)
         }
     }
 
     /// Mints an RS256 or ES256 token with a ``SigningKey`` (tests and tools acting as an identity provider).
+    /// - Throws: ``TokenMintError`` as ``mintHS256(claims:secret:issuedAt:ttlSeconds:kid:)`` does.
     package static func mint(
         claims: JSONValue, key: SigningKey, issuedAt: Int64, ttlSeconds: Int64, kid: String? = nil
-    ) -> String {
-        compact(header: header(key.algorithm, kid: kid), claims: stamped(claims, issuedAt, ttlSeconds)) {
+    ) throws(TokenMintError) -> String {
+        compact(header: header(key.algorithm, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
             key.sign($0)
         }
+    }
+
+    /// The `exp` of a token issued at `issuedAt` (seconds since the epoch) living `ttlSeconds`.
+    ///
+    /// Callers with side effects (the CLI creating a data directory) check the lifetime with it first.
+    /// - Throws: ``TokenMintError`` when the sum overflows or lies outside `0...latestExpiry`.
+    public static func expiry(issuedAt: Int64, ttlSeconds: Int64) throws(TokenMintError) -> Int64 {
+        let (expiry, overflow) = issuedAt.addingReportingOverflow(ttlSeconds)
+        guard !overflow, (0...latestExpiry).contains(expiry) else {
+            throw TokenMintError(issuedAt: issuedAt, ttlSeconds: ttlSeconds)
+        }
+        return expiry
     }
 
     /// Assembles `base64url(header).base64url(claims).base64url(sign(signing input))` from raw values.
@@ -49,10 +69,11 @@ public enum TokenMinter {
         return .object(members)
     }
 
-    private static func stamped(_ claims: JSONValue, _ issuedAt: Int64, _ ttlSeconds: Int64) -> JSONValue {
+    private static func stamped(
+        _ claims: JSONValue, _ issuedAt: Int64, _ ttlSeconds: Int64
+    ) throws(TokenMintError) -> JSONValue {
         guard let given = claims.members else { preconditionFailure("claims must be a JSON object") }
-        let (expiry, overflow) = issuedAt.addingReportingOverflow(ttlSeconds)
-        precondition(!overflow, "token lifetime overflows")
+        let expiry = try Self.expiry(issuedAt: issuedAt, ttlSeconds: ttlSeconds)
         return .object(
             given.filter { $0.key != "iat" && $0.key != "exp" } + [
                 JSONMember("iat", .int(issuedAt)), JSONMember("exp", .int(expiry)),

@@ -26,10 +26,14 @@ public struct VerifiedToken: Sendable {
     }
 
     /// When the token expires, in milliseconds since the epoch (`exp` × 1000), if it has `exp`.
+    ///
+    /// Saturating: an `exp` beyond the year 292 million (or `1e308`) gives `Int64.max`, a moment never reached.
     public var expiresAt: Int64? {
-        guard let seconds = claims["exp"]?.doubleValue, seconds.isFinite else { return nil }
-        let milliseconds = (seconds * 1000).rounded(.down)
-        return milliseconds >= 9.2e18 ? Int64.max : milliseconds <= -9.2e18 ? Int64.min : Int64(milliseconds)
+        switch claims["exp"] {
+        case .int(let seconds)?: return seconds.multipliedSaturated(by: 1000)
+        case .double(let seconds)? where seconds.isFinite: return Int64(saturating: seconds * 1000)
+        default: return nil
+        }
     }
 
     /// Whether this is a Firebase legacy token: the format of the old token generators (`v` the format version,

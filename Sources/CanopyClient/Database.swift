@@ -52,7 +52,7 @@ public final class Database: Sendable {
         endpoint: Endpoint, token: String?, cacheDirectory: URL?, options: DatabaseOptions, loop: LoopThread?,
         transport: @escaping TransportFactory
     ) throws {
-        var store: ClientStore?
+        var store: StoreWriter?
         if let cacheDirectory {
             do {
                 try FileManager.default.createDirectory(at: cacheDirectory, withIntermediateDirectories: true)
@@ -60,13 +60,13 @@ public final class Database: Sendable {
                 throw ClientError.storage(reason: "cannot create the cache directory")
             }
             let file = cacheDirectory.appendingPathComponent(Self.cacheFileName(namespace: endpoint.namespace)).path
-            store = try ClientStore(path: file)
+            store = try StoreWriter(path: file, logger: Logger(label: "canopy.client"))
         }
         loopThread = loop
         core = SyncCore(endpoint: endpoint, token: token, store: store, options: options, transport: transport)
         try core.sync { [core] in
             try core.loadPersistentState()
-            core.connect()
+            core.start()
         }
     }
 
@@ -141,12 +141,13 @@ public final class Database: Sendable {
     public func goOnline() { core.sync { core.goOnline() } }
 
     /// Closes the connection (the server then runs this client's onDisconnect operations), writes the cache file
-    /// and ends every stream. Queued writes stay in the file for the next start.
+    /// and ends every stream. Queued writes stay in the file for the next start: when `close` returns, every
+    /// write made before it is in the file and the file is closed.
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             core.queue.async { [core] in
                 core.shutdown()
-                continuation.resume()
+                core.whenSaved(continuation)
             }
         }
         loopThread?.stop(afterMilliseconds: 2_500)

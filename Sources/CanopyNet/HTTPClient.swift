@@ -33,6 +33,9 @@ public final class HTTPClient {
     public var timeoutSeconds: Int
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
+    /// The largest Content-Length or chunk size accepted from a server (1 TiB: any real body, and far from
+    /// the `Int` arithmetic on it overflowing).
+    static let maxBodyBytes = 1 << 40
 
     public init(host: String, port: Int, timeoutSeconds: Int = 30) {
         self.host = host
@@ -51,7 +54,7 @@ public final class HTTPClient {
         let pieces = hostPart.split(separator: ":")
         guard let host = pieces.first, pieces.count <= 2 else { throw HTTPClientError("bad URL \(url)") }
         let port = pieces.count == 2 ? Int(pieces[1]) : 80
-        guard let port else { throw HTTPClientError("bad port in \(url)") }
+        guard let port, (1...65535).contains(port) else { throw HTTPClientError("bad port in \(url)") }
         self.init(host: host == "localhost" ? "127.0.0.1" : String(host), port: port, timeoutSeconds: timeoutSeconds)
     }
 
@@ -107,11 +110,12 @@ public final class HTTPClient {
 
     private func ensureConnected() throws {
         if fd >= 0 { return }
+        guard let portNumber = UInt16(exactly: port) else { throw HTTPClientError("port \(port) is out of range") }
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw HTTPClientError("socket() failed: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_port = in_port_t(portNumber.bigEndian)
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             Glibc.close(socketFD)
             throw HTTPClientError("'\(host)' is not an IPv4 address")
@@ -212,7 +216,11 @@ public final class HTTPClient {
         if method == "HEAD" || response.status == 204 || response.status == 304 { return response }
         if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
             response.body = try readChunkedBody()
-        } else if let lengthText = response.header("content-length"), let length = Int(lengthText) {
+        } else if let lengthText = response.header("content-length") {
+            // The server's number: a negative or absurd length is an error, not a slice that traps.
+            guard let length = Int(lengthText), (0...Self.maxBodyBytes).contains(length) else {
+                throw HTTPClientError("bad Content-Length '\(lengthText.prefix(32))'")
+            }
             while buffer.count < length { try fill() }
             response.body = Array(buffer[0..<length])
             buffer.removeFirst(length)
@@ -238,7 +246,9 @@ public final class HTTPClient {
                 if lineEnd == nil { try fill() }
             }
             let sizeText = String(decoding: buffer[0..<lineEnd!], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText.trimmingSpaces, radix: 16) else { throw HTTPClientError("bad chunk size") }
+            guard let size = Int(sizeText.trimmingSpaces, radix: 16), (0...Self.maxBodyBytes).contains(size) else {
+                throw HTTPClientError("bad chunk size")
+            }
             buffer.removeFirst(lineEnd! + 2)
             if size == 0 {
                 while !(buffer.count >= 2 && buffer[0] == 13 && buffer[1] == 10) { try fill() }

@@ -7,7 +7,7 @@ import Testing
 
 @Suite struct CompactJWSTests {
     typealias F = Fixtures
-    static let good = TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
+    static let good = try! TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
     static let parts = good.split(separator: ".").map(String.init)
     static let hs256Header = F.base64url(#"{"alg":"HS256"}"#)
 
@@ -63,8 +63,8 @@ import Testing
     }
 
     /// Bounded random mutation: every variant must verify or throw a JWTError, never crash.
-    @Test func mutatedTokensNeverCrash() {
-        let rsaToken = TokenMinter.mint(claims: F.claims, key: F.rsa, issuedAt: F.now, ttlSeconds: 60)
+    @Test func mutatedTokensNeverCrash() throws {
+        let rsaToken = try TokenMinter.mint(claims: F.claims, key: F.rsa, issuedAt: F.now, ttlSeconds: 60)
         let verifier = F.verifier(
             [.hmac(secret: F.secret)] + (try! VerificationKey.publicKeys(pem: F.rsa.publicKeyPEM)),
             allowUnsigned: true)

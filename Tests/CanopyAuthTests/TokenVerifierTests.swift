@@ -11,8 +11,9 @@ import Testing
     private var rsaKeys: [VerificationKey] { try! VerificationKey.publicKeys(pem: F.rsa.publicKeyPEM) }
     private var ecKeys: [VerificationKey] { try! VerificationKey.publicKeys(pem: F.ec.publicKeyPEM) }
 
+    /// A token living an hour from `F.now` (a lifetime the minter always accepts).
     private func mint(_ key: SigningKey, _ claims: JSONValue = F.claims, kid: String? = nil) -> String {
-        TokenMinter.mint(claims: claims, key: key, issuedAt: F.now - 10, ttlSeconds: 3600, kid: kid)
+        try! TokenMinter.mint(claims: claims, key: key, issuedAt: F.now - 10, ttlSeconds: 3600, kid: kid)
     }
 
     @Test(arguments: [JWTAlgorithm.rs256, .es256])
@@ -34,9 +35,9 @@ import Testing
         #expect(jwtErrorKind { try F.verifier(rsaKeys + ecKeys).verify(token) } == .badSignature)
     }
 
-    @Test func tokenFromAnotherKeyIsRefused() {
+    @Test func tokenFromAnotherKeyIsRefused() throws {
         #expect(jwtErrorKind { try F.verifier(rsaKeys).verify(mint(F.otherRSA)) } == .badSignature)
-        let hs = TokenMinter.mintHS256(
+        let hs = try TokenMinter.mintHS256(
             claims: F.claims, secret: Array("another secret, 32 bytes long!!!".utf8), issuedAt: F.now,
             ttlSeconds: 60)
         #expect(jwtErrorKind { try F.verifier([.hmac(secret: F.secret)]).verify(hs) } == .badSignature)
@@ -57,8 +58,8 @@ import Testing
         #expect(jwtErrorKind { try F.verifier([], allowUnsigned: true).verify(token + "AAAA") } == .malformed)
     }
 
-    @Test func hs256TokenAgainstRSAKeyIsRefused() {
-        let token = TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
+    @Test func hs256TokenAgainstRSAKeyIsRefused() throws {
+        let token = try TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
         #expect(jwtErrorKind { try F.verifier(rsaKeys).verify(token) } == .algorithmNotAllowed)
     }
 
@@ -102,8 +103,8 @@ import Testing
         #expect(jwtErrorKind { try F.verifier([.hmac(secret: F.secret)]).verify(token) } == expected)
     }
 
-    @Test func expiryUsesTheInjectedClock() {
-        let token = TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 3600)
+    @Test func expiryUsesTheInjectedClock() throws {
+        let token = try TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 3600)
         let later = TokenVerifier(keys: [.hmac(secret: F.secret)], clock: FixedClock(seconds: F.now + 3600 + 61))
         #expect(jwtErrorKind { try later.verify(token) } == .expired)
         let strict = TokenVerifier(
@@ -136,7 +137,7 @@ import Testing
 
         // A kid no key names falls back to keys configured without a kid.
         let hmac = F.verifier([.hmac(secret: F.secret)])
-        let withKid = TokenMinter.mintHS256(
+        let withKid = try TokenMinter.mintHS256(
             claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60, kid: "v2")
         #expect(try hmac.verify(withKid).uid == nil)
         let named = F.verifier([
@@ -147,7 +148,7 @@ import Testing
 
     @Test func audienceAndIssuerWhenConfigured() throws {
         func token(_ extra: [JSONMember]) -> String {
-            TokenMinter.mintHS256(
+            try! TokenMinter.mintHS256(
                 claims: .object(F.claims.members! + extra), secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
         }
         let keys: [VerificationKey] = [.hmac(secret: F.secret)]
@@ -185,7 +186,7 @@ import Testing
         let verifier = F.verifier(rsaKeys + ecKeys + [.hmac(secret: F.secret)])
         let tokens = [
             mint(F.rsa), mint(F.ec),
-            TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60),
+            try TokenMinter.mintHS256(claims: F.claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60),
         ]
         let verified = await withTaskGroup(of: Int.self) { group in
             for index in 0..<48 {

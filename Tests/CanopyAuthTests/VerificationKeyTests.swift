@@ -24,7 +24,7 @@ import Testing
         let keys = try VerificationKey.jwks(json: set([F.jwk(F.rsa, kid: "r1"), F.jwk(F.ec, kid: "e1", alg: false)]))
         #expect(keys.map(\.algorithm) == [.rs256, .es256])
         #expect(keys.map(\.kid) == ["r1", "e1"])
-        let token = TokenMinter.mint(claims: F.claims, key: F.ec, issuedAt: F.now, ttlSeconds: 60, kid: "e1")
+        let token = try TokenMinter.mint(claims: F.claims, key: F.ec, issuedAt: F.now, ttlSeconds: 60, kid: "e1")
         #expect(try F.verifier(keys).verify(token).algorithm == .es256)
     }
 

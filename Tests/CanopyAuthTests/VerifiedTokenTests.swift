@@ -24,6 +24,15 @@ import Testing
         #expect(token(["sub": "x"]).expiresAt == nil)
     }
 
+    /// An `exp` whose milliseconds do not fit Int64 saturates to the bound (a moment never reached, or long past).
+    @Test func farExpiriesSaturate() {
+        #expect(token(["exp": 1e308]).expiresAt == .max)
+        #expect(token(["exp": .int(Int64.max / 1000 + 1)]).expiresAt == .max)
+        #expect(token(["exp": .int(Int64.max)]).expiresAt == .max)
+        #expect(token(["exp": -1e308]).expiresAt == .min)
+        #expect(token(["exp": .int(Int64.max / 1000)]).expiresAt == Int64.max / 1000 * 1000)
+    }
+
     @Test func adminIsTheBooleanClaim() {
         #expect(token(["admin": true]).isAdmin)
         #expect(!token(["admin": "true"]).isAdmin)

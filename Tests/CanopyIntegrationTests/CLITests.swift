@@ -88,6 +88,28 @@ func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, 
         #expect(ttl == 8 * 3600)
     }
 
+    /// A lifetime past the year 9999 (or past Int64: it trapped on `iat + ttl`) is refused with a message and
+    /// exit 1, before the data directory is created.
+    @Test(arguments: ["9223372036854775807", "300000000000", "106751991167d"])
+    func tokenMintRefusesALifetimePastTheYear9999(ttl: String) throws {
+        let parent = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let dir = parent + "/data"
+        let r = try runCanopy(["token", "mint", "--uid", "u1", "--data", dir, "--ttl", ttl])
+        #expect(r.status == 1)
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr.hasPrefix("canopy: error: A token lifetime of "))
+        #expect(r.stderr.contains("no later than 9999-12-31T23:59:59Z"))
+        #expect(!FileManager.default.fileExists(atPath: dir))
+    }
+
+    /// A `--url` port outside 1...65535 is a message and exit 1 (it trapped converting the port to 16 bits).
+    @Test func aURLWithAnOutOfRangePortIsAnError() throws {
+        let r = try runCanopy(["export", "--ns", "x", "--url", "http://127.0.0.1:99999", "--token", "t"])
+        #expect(r.status == 1)
+        #expect(r.stderr == "canopy: error: bad port in http://127.0.0.1:99999\n")
+    }
+
     @Test func usageErrorsExit64WithAMessage() throws {
         var r = try runCanopy(["serve", "--port", "nope"])
         #expect(r.status == 64 && r.stderr.contains("--port"))

@@ -50,7 +50,7 @@ func seedFile(_ name: String) -> String {
                     "uid": .string(attendee.id), "userId": .string(attendee.id), "tierId": .string(attendee.tierId),
                     "groups": .object(attendee.groupIds.map { JSONMember($0, true) }), "ns": .string(Self.ns),
                 ]
-                let token = server.daemon.credentials.mint(claims: claims, ttlSeconds: 600, now: SystemClock().nowMilliseconds())
+                let token = try server.daemon.credentials.mint(claims: claims, ttlSeconds: 600, now: SystemClock().nowMilliseconds())
                 func read(_ path: String) throws -> Node {
                     let r = try c.request("GET", "/\(path).json?ns=\(Self.ns)&auth=\(token)")
                     #expect(r.status == 200, "attendee \(attendee.id) must read \(path)")
@@ -109,7 +109,7 @@ func seedFile(_ name: String) -> String {
             #expect(r.json?["error"]?.stringValue?.contains("bad") == true)
             #expect(try c.request("GET", "/public/admin/content.json?ns=\(Self.ns)", headers: admin).body == before)
             // Attendees cannot publish.
-            let token = server.daemon.credentials.mint(
+            let token = try server.daemon.credentials.mint(
                 claims: ["userId": "100201", "tierId": "101", "ns": .string(Self.ns)], ttlSeconds: 600,
                 now: SystemClock().nowMilliseconds())
             r = try c.json("POST", "/.canopy/publish?ns=\(Self.ns)&auth=\(token)")

@@ -31,8 +31,8 @@ func rulesFile(_ name: String) -> String {
         }
     }
 
-    func token(_ server: InProcessServer, _ claims: JSONValue, ttl: Int64 = 3600) -> String {
-        server.daemon.credentials.mint(claims: claims, ttlSeconds: ttl, now: SystemClock().nowMilliseconds())
+    func token(_ server: InProcessServer, _ claims: JSONValue, ttl: Int64 = 3600) throws -> String {
+        try server.daemon.credentials.mint(claims: claims, ttlSeconds: ttl, now: SystemClock().nowMilliseconds())
     }
 
     static let attendee901: JSONValue = [
@@ -41,7 +41,7 @@ func rulesFile(_ name: String) -> String {
 
     @Test func attendeeReadsOwnTierGroupAndPublicOnly() throws {
         try withEvent { server, c in
-            let t = token(server, Self.attendee901)
+            let t = try token(server, Self.attendee901)
             func status(_ path: String, auth: String? = nil) throws -> Int {
                 try c.json("GET", "\(path).json?ns=\(Self.ns)&auth=\(auth ?? t)").status
             }
@@ -72,7 +72,7 @@ func rulesFile(_ name: String) -> String {
 
     @Test func adminTokenReadsAndWritesEverything() throws {
         try withEvent { server, c in
-            let t = token(server, ["uid": "org-1", "admin": true, "ns": .string(Self.ns)])
+            let t = try token(server, ["uid": "org-1", "admin": true, "ns": .string(Self.ns)])
             #expect(try c.json("GET", "/private/admin/pendingContent.json?ns=\(Self.ns)&auth=\(t)").status == 200)
             let w = try c.json("PUT", "/private/admin/pendingContent/y.json?ns=\(Self.ns)&auth=\(t)", #"{"order":9}"#)
             #expect(w.status == 200)
@@ -85,10 +85,10 @@ func rulesFile(_ name: String) -> String {
 
     @Test func badTokensAreRefused() throws {
         try withEvent { server, c in
-            let good = token(server, Self.attendee901)
+            let good = try token(server, Self.attendee901)
             let path = "/public/admin/content.json?ns=\(Self.ns)"
             // Expired.
-            let expired = server.daemon.credentials.mint(
+            let expired = try server.daemon.credentials.mint(
                 claims: Self.attendee901, ttlSeconds: 60, now: SystemClock().nowMilliseconds() - 3_600_000)
             #expect(try c.json("GET", path + "&auth=\(expired)").status == 401)
             // Tampered payload (signature no longer matches).
@@ -100,10 +100,10 @@ func rulesFile(_ name: String) -> String {
             let header = Base64.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8), url: true, padding: false)
             #expect(try c.json("GET", path + "&auth=\(header).\(forged).").status == 401)
             // Signed with another secret.
-            let other = try withServer { other in self.token(other, Self.attendee901) }
+            let other = try withServer { other in try self.token(other, Self.attendee901) }
             #expect(try c.json("GET", path + "&auth=\(other)").status == 401)
             // Another event's token.
-            let elsewhere = token(server, ["userId": "901", "tierId": "55", "ns": "other-event"])
+            let elsewhere = try token(server, ["userId": "901", "tierId": "55", "ns": "other-event"])
             let r = try c.json("GET", path + "&auth=\(elsewhere)")
             #expect(r.status == 401)
             #expect(r.json?["error"]?.stringValue?.contains("namespace") == true)
@@ -123,7 +123,7 @@ func rulesFile(_ name: String) -> String {
             #expect(r.status == 400)
             #expect(r.json?["error"]?.stringValue?.isEmpty == false)
             // The old rules are still in force.
-            let t = token(server, Self.attendee901)
+            let t = try token(server, Self.attendee901)
             #expect(try c.json("GET", "/public/admin/content.json?ns=\(Self.ns)&auth=\(t)").status == 200)
             r = try c.json("PUT", "/.settings/rules.json?ns=\(Self.ns)", #"{"rules":{".read":false}}"#, headers: admin)
             #expect(r.status == 200)
@@ -158,14 +158,16 @@ func rulesFile(_ name: String) -> String {
             let ns = "sserevoke"
             let admin = [("Authorization", "Bearer \(server.admin)")]
             _ = try server.client().json("PUT", "/public/admin/content.json?ns=\(ns)", #"{"g":{"order":1}}"#, headers: admin)
-            let short = server.daemon.credentials.mint(
-                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1, now: SystemClock().nowMilliseconds())
+            // exp 58 s ago: still honoured (60 s of skew), revoked 2 s from now.
+            let short = try server.daemon.credentials.mint(
+                claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 1,
+                now: SystemClock().nowMilliseconds() - 59_000)
             let s1 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s1.openStream("/public/admin/content.json?ns=\(ns)&auth=\(short)", headers: [("Accept", "text/event-stream")]).status == 200)
             let expired = readEvents(s1, until: "auth_revoked")
             #expect(expired.contains("event: put"))
             #expect(expired.contains("event: auth_revoked\ndata: credential is no longer valid\n\n"))
-            let long = server.daemon.credentials.mint(
+            let long = try server.daemon.credentials.mint(
                 claims: ["uid": "901", "userId": "901", "ns": .string(ns)], ttlSeconds: 600, now: SystemClock().nowMilliseconds())
             let s2 = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 5)
             #expect(try s2.openStream("/public/admin/content.json?ns=\(ns)&auth=\(long)", headers: [("Accept", "text/event-stream")]).status == 200)

@@ -50,6 +50,8 @@ final class ClientStore {
 
     private var db: OpaquePointer?
     let path: String
+    /// Whether the last failure was another connection holding the file's lock past the busy timeout.
+    private(set) var lastFailureWasBusy = false
 
     /// Opens (creating and migrating as needed) the store at `path`.
     init(path: String) throws(ClientError) {
@@ -202,6 +204,7 @@ final class ClientStore {
     }
 
     private func failure(_ code: Int32) -> ClientError {
+        lastFailureWasBusy = code & 0xFF == SQLITE_BUSY
         let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "code \(code)"
         return .storage(reason: "SQLite: \(message)")
     }

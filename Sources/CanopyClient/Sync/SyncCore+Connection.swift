@@ -1,17 +1,61 @@
-// SyncCore+Connection -- connecting, the handshake and restore sequence, replies, reconnecting with backoff.
+// SyncCore+Connection -- performing the connection machine's actions: transports, the restore, requests, auth.
 
 import CanopyCore
-import Foundation
+import Dispatch
 
 extension SyncCore {
-    /// Starts a connection attempt if the client should be online and is not connected. Queue only.
-    func connect() {
-        guard !isClosed, isOnline, phase == .idle else { return }
-        generation += 1
-        let attempt = generation
-        phase = .connecting
+    /// Feeds the connection machine an event and performs the actions it returns. Queue only.
+    func drive(_ event: (inout ConnectionMachine, MonotonicInstant) -> [ConnectionMachine.Action]) {
+        let actions = event(&connection, clock.now())
+        for action in actions { perform(action) }
+        armTimer()
+    }
+
+    private func perform(_ action: ConnectionMachine.Action) {
+        switch action {
+        case .publish(let state):
+            setConnectionState(state)
+        case .openTransport(let attempt):
+            openTransport(attempt)
+        case .closeTransport:
+            transport?.close()
+            transport = nil
+        case .ping:
+            transport?.send(#"{"t":"c","d":{"t":"p","d":{}}}"#)
+        case .restore:
+            restore()
+            setInfo(connected: true)
+        case .connectionLost(let wasConnected, let reason):
+            switch reason {
+            case .connectTimeout: logger.info("client.connect_timeout")
+            case .silent: logger.info("client.connection_dead")
+            case .transportClosed, .serverReset, .offline: break
+            }
+            connectionLost(wasConnected: wasConnected)
+        case .refreshToken:
+            refreshToken()
+        }
+    }
+
+    /// Arms a timer for the machine's next deadline unless one at or before it is armed already. A timer that
+    /// fires early or late only ticks: the machine acts on what is due at the time it reads.
+    private func armTimer() {
+        guard let deadline = connection.nextDeadline else { return }
+        if let armed = armedDeadline, armed <= deadline { return }
+        armedDeadline = deadline
+        let delay = max(0, deadline.seconds(since: clock.now()))
+        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
+            guard let self else { return }
+            if self.armedDeadline == deadline { self.armedDeadline = nil }
+            self.drive { machine, now in machine.tick(now: now) }
+        }
+    }
+
+    /// Starts the first connection attempt. Queue only.
+    func start() { drive { machine, now in machine.start(now: now) } }
+
+    private func openTransport(_ attempt: Int) {
         assembler = FrameAssembler()
-        setConnectionState(.connecting)
         do {
             transport = try makeTransport(endpoint) { [weak self] event in
                 guard let self else { return }
@@ -19,86 +63,84 @@ extension SyncCore {
             }
         } catch {
             logger.warning("client.transport_failed", ["reason": "\(error)"])
-            connectionLost()
-            return
-        }
-        queue.asyncAfter(deadline: .now() + options.connectTimeout) { [weak self] in
-            guard let self, self.generation == attempt, self.phase == .connecting else { return }
-            self.logger.info("client.connect_timeout")
-            self.connectionLost()
+            drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
         }
     }
 
     private func transportEvent(_ event: TransportEvent, attempt: Int) {
-        guard attempt == generation, phase != .idle else { return }
-        lastTraffic = Date()
-        lastReceived = lastTraffic
+        guard connection.received(attempt: attempt, now: clock.now()) else { return }
         switch event {
         case .opened:
             return  // the server speaks first (handshake)
         case .closed(let reason):
             logger.debug("client.connection_closed", ["reason": reason])
-            connectionLost()
+            drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
         case .text(let frame):
             do {
                 guard let text = try assembler.feed(frame) else { return }
-                received(try ServerMessage.parse(text))
+                received(try ServerMessage.parse(text), attempt: attempt)
             } catch {
                 logger.warning("client.bad_message")
-                connectionLost()
+                drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
             }
         }
     }
 
-    private func received(_ message: ServerMessage) {
+    private func received(_ message: ServerMessage, attempt: Int) {
         switch message {
         case .handshake(let timestamp, _):
-            guard phase == .connecting else { return }
+            guard !connection.isConnected else { return }
             if let timestamp {
                 serverOffset.set(timestamp - SystemClock().nowMilliseconds())
                 info["serverTimeOffset"] = .int(serverOffset.milliseconds)
             }
-            phase = .connected
-            connectedAt = Date()
-            authFailures = 0
-            restore()
-            setInfo(connected: true)
-            setConnectionState(.connected)
-            scheduleKeepAlive(attempt: generation)
+            drive { machine, now in machine.handshake(attempt: attempt, now: now) }
         case .control(let type, let payload):
             switch type {
             case "r":
-                connectionLost(immediately: true)
+                drive { machine, now in machine.serverRequestedReconnect(now: now) }
             case "s":
                 logger.warning("client.server_shutdown", ["reason": payload.stringValue ?? ""])
-                connectionLost()
+                drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
             default:
                 return
             }
         case .reply(let request, let status, let data):
-            replyHandlers.removeValue(forKey: request)?(.reply(status: status, data: data))
+            requests.reply(request)?(.reply(status: status, data: data))
         case .push(let action, let body):
             handlePush(action, body)
         }
     }
 
-    /// Sends a data request now (connected) and routes its reply to `handler`.
+    /// Sends a data request now (connected) and routes its reply to `handler`. The frames wait while store
+    /// rows submitted before them are not yet committed (see SyncCore+Writes).
     func send(_ action: String, _ body: JSONValue, handler: @escaping (RequestOutcome) -> Void) {
-        precondition(phase == .connected, "send requires a connection")
-        let r = nextRequest
-        nextRequest += 1
-        replyHandlers[r] = handler
-        let message: JSONValue = ["t": "d", "d": ["r": .int(r), "a": .string(action), "b": body]]
-        for frame in WireFraming.frames(for: message.serialized()) { transport?.send(frame) }
-        lastTraffic = Date()
+        precondition(connection.isConnected, "send requires a connection")
+        transmit(requests.make(action, body, handler: handler))
+    }
+
+    private func transmit(_ frames: [String]) {
+        guard !frames.isEmpty else { return }
+        for frame in frames { transport?.send(frame) }
+        connection.sent(now: clock.now())
+    }
+
+    /// Submits a store operation that requests made after it must wait for; the frames it holds go out on the
+    /// queue once it is committed (or failed).
+    func submitGating(_ operation: (_ done: @escaping @Sendable (Bool) -> Void) -> Void) {
+        let ticket = requests.submitStoreOperation()
+        operation { [weak self] _ in
+            guard let self else { return }
+            self.queue.async { self.transmit(self.requests.storeCommitted(ticket)) }
+        }
     }
 
     /// Sends a request now when connected, otherwise after the next handshake.
     func request(_ action: String, _ body: JSONValue, handler: @escaping (RequestOutcome) -> Void) {
-        if phase == .connected {
+        if connection.isConnected {
             send(action, body, handler: handler)
         } else {
-            deferred.append((action, body, handler))
+            requests.deferUntilConnected(action, body, handler: handler)
         }
     }
 
@@ -108,77 +150,20 @@ extension SyncCore {
         if let token { sendAuth(token) }
         for key in listens.keys { sendListen(key) }
         resendWrites()
-        let queued = deferred
-        deferred = []
-        for item in queued { send(item.action, item.body, handler: item.handler) }
+        for item in requests.takeDeferred() { send(item.action, item.body, handler: item.handler) }
     }
 
-    /// Tears the connection down and, unless offline or closed, schedules a reconnect. Queue only.
-    func connectionLost(immediately: Bool = false) {
-        guard phase != .idle else { return }
-        let wasConnected = phase == .connected
-        phase = .idle
-        generation += 1
-        transport?.close()
-        transport = nil
-        if let connectedAt { backoff.connectionEnded(afterSeconds: Date().timeIntervalSince(connectedAt)) }
-        connectedAt = nil
-        for key in listens.keys { listens[key]?.complete = false }
-        let handlers = replyHandlers
-        replyHandlers = [:]
-        for (_, handler) in handlers.sorted(by: { $0.key < $1.key }) { handler(.disconnected) }
+    /// What a lost connection means for requests and data (the machine already chose what comes next).
+    private func connectionLost(wasConnected: Bool) {
+        listens.connectionLost()
+        for handler in requests.connectionLost() { handler(.disconnected) }
         if wasConnected { setInfo(connected: false) }
-        guard !isClosed else { return }
         resumeWaitersOnHeldData()
-        guard isOnline else {
-            setConnectionState(.offline)
-            return
-        }
-        setConnectionState(.disconnected)
-        let delay = immediately ? 0 : backoff.nextDelay(random: Double.random(in: 0..<1))
-        let attempt = generation
-        queue.asyncAfter(deadline: .now() + delay) { [weak self] in
-            guard let self, self.generation == attempt else { return }
-            self.connect()
-        }
     }
 
-    /// Pings after `keepAliveInterval` without traffic (the server answers `o`, Protocol.md#Liveness) and
-    /// replaces a connection that received nothing for twice that long: a dead Wi-Fi link may never report a
-    /// TCP error.
-    private func scheduleKeepAlive(attempt: Int) {
-        let interval = options.keepAliveInterval
-        queue.asyncAfter(deadline: .now() + interval / 2) { [weak self] in
-            guard let self, self.generation == attempt, self.phase == .connected else { return }
-            let now = Date()
-            if now.timeIntervalSince(self.lastReceived) >= 2 * interval {
-                self.logger.info("client.connection_dead")
-                self.connectionLost(immediately: true)
-                return
-            }
-            if now.timeIntervalSince(self.lastTraffic) >= interval {
-                self.transport?.send(#"{"t":"c","d":{"t":"p","d":{}}}"#)
-                self.lastTraffic = now
-            }
-            self.scheduleKeepAlive(attempt: attempt)
-        }
-    }
+    func goOffline() { drive { machine, now in machine.goOffline(now: now) } }
 
-    func goOffline() {
-        isOnline = false
-        if phase == .idle {
-            setConnectionState(.offline)
-        } else {
-            connectionLost()
-        }
-    }
-
-    func goOnline() {
-        guard !isOnline, !isClosed else { return }
-        isOnline = true
-        backoff.reset()
-        connect()
-    }
+    func goOnline() { drive { machine, now in machine.goOnline(now: now) } }
 
     // MARK: - auth
 
@@ -187,13 +172,19 @@ extension SyncCore {
             defer { completion?() }
             guard let self, case .reply(let status, let data) = outcome else { return }
             if status == "ok" {
-                self.authFailures = 0
-                self.scheduleTokenRefresh(expires: data["expires"]?.int64Value)
+                // The expiry is server wall time; from here on it is a deadline on the monotonic clock.
+                let expiresIn = data["expires"]?.int64Value.map {
+                    Double($0 * 1000 - self.serverNow) / 1000
+                }
+                let refreshable = self.tokenRefresher != nil
+                self.drive { machine, now in
+                    machine.authAccepted(expiresIn: expiresIn, refreshable: refreshable, now: now)
+                    return []
+                }
             } else {
                 // The server keeps the socket and treats us as unauthenticated; a refresher may fix the token.
                 self.logger.warning("client.auth_failed", ["status": status])
-                self.authFailures += 1
-                if self.authFailures <= 3 { self.refreshToken() }
+                self.drive { machine, _ in machine.authRefused() }
             }
         }
     }
@@ -201,8 +192,8 @@ extension SyncCore {
     /// Replaces the token; re-authenticates on the live socket. `completion` runs on the queue when done.
     func setToken(_ newToken: String?, completion: @escaping @Sendable () -> Void) {
         token = newToken
-        refreshTimer?.cancel()
-        guard phase == .connected else {
+        connection.tokenReplaced()
+        guard connection.isConnected else {
             completion()
             return
         }
@@ -211,16 +202,6 @@ extension SyncCore {
         } else {
             send("unauth", [:]) { _ in completion() }
         }
-    }
-
-    private func scheduleTokenRefresh(expires: Int64?) {
-        refreshTimer?.cancel()
-        guard let expires, tokenRefresher != nil else { return }
-        let remaining = Double(expires * 1000 - serverNow) / 1000
-        let delay = max(0, remaining - min(60, remaining / 2))
-        let work = DispatchWorkItem { [weak self] in self?.refreshToken() }
-        refreshTimer = work
-        queue.asyncAfter(deadline: .now() + delay, execute: work)
     }
 
     /// Asks the refresher for a new token and re-authenticates with it (expiry, `ac` revocation, auth failure).

@@ -12,15 +12,13 @@ extension SyncCore {
     func addObserver(
         path: Path, spec: QuerySpec, continuation: AsyncThrowingStream<DataSnapshot, any Error>.Continuation
     ) -> Int {
-        let id = nextObserverID
-        nextObserverID += 1
         guard !isClosed else {
             continuation.finish(throwing: ClientError.closed)
-            return id
+            return listens.skipObserverID()
         }
         let isInfo = path.firstKey == Self.infoKey
         let key = isInfo ? nil : ListenKey(path: path, query: spec.loadsAllData ? nil : spec)
-        observers[id] = Observer(path: path, spec: spec, key: key, continuation: continuation)
+        let id = listens.addObserver(Observer(path: path, spec: spec, key: key, continuation: continuation))
         if let key { retain(key) }
         deliver(id)
         return id
@@ -28,38 +26,19 @@ extension SyncCore {
 
     /// Ends a stream (the consumer stopped). Queue only.
     func removeObserver(_ id: Int) {
-        guard let observer = observers.removeValue(forKey: id), let key = observer.key else { return }
+        guard let observer = listens.removeObserver(id), let key = observer.key else { return }
         release(key)
     }
 
     /// Adds one user of a listen, sending `q` for a new one.
     func retain(_ key: ListenKey) {
-        if listens[key] != nil {
-            listens[key]?.observers += 1
-            return
-        }
-        var state = ListenState(serial: nextListenSerial, observers: 1)
-        nextListenSerial += 1
-        if key.query != nil {
-            state.tag = nextTag
-            tags[nextTag] = key
-            nextTag += 1
-        }
-        listens[key] = state
-        if phase == .connected { sendListen(key) }
+        if listens.retain(key) && connection.isConnected { sendListen(key) }
     }
 
     /// Drops one user of a listen, sending `n` when it was the last.
     func release(_ key: ListenKey) {
-        guard var state = listens[key] else { return }
-        state.observers -= 1
-        guard state.observers <= 0 else {
-            listens[key] = state
-            return
-        }
-        listens[key] = nil
-        if let tag = state.tag { tags[tag] = nil }
-        if phase == .connected {
+        guard let state = listens.release(key) else { return }
+        if connection.isConnected {
             var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
             if let query = key.query, let tag = state.tag {
                 body.append(JSONMember("q", query.wireObject()))
@@ -73,7 +52,7 @@ extension SyncCore {
     func sendListen(_ key: ListenKey) {
         guard let state = listens[key] else { return }
         var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
-        body.append(JSONMember("h", .string(isKnown(key) ? listenHash(key) : "")))
+        body.append(JSONMember("h", .string(cache.isKnown(key) ? listenHash(key) : "")))
         if let query = key.query, let tag = state.tag {
             body.append(JSONMember("q", query.wireObject()))
             body.append(JSONMember("t", .int(tag)))
@@ -83,8 +62,8 @@ extension SyncCore {
                 return
             }
             if status == "ok" {
-                self.listens[key]?.complete = true
-                self.known.insert(key)
+                _ = self.listens.confirm(key, serial: state.serial)
+                self.cache.markKnown(key)
                 self.markDirty(key)
                 self.refresh(affecting: key.path)
                 self.resumeCompletionWaiters(key, error: nil)
@@ -97,12 +76,8 @@ extension SyncCore {
 
     /// Ends every stream of a listen with `error` (a refused or revoked listen).
     func cancelListen(_ key: ListenKey, error: ClientError) {
-        guard let state = listens.removeValue(forKey: key) else { return }
-        if let tag = state.tag { tags[tag] = nil }
-        for (id, observer) in observers where observer.key == key {
-            observers[id] = nil
-            observer.continuation.finish(throwing: error)
-        }
+        guard listens.remove(key) != nil else { return }
+        for observer in listens.removeObservers(of: key) { observer.continuation.finish(throwing: error) }
         resumeCompletionWaiters(key, error: error)
     }
 
@@ -137,7 +112,7 @@ extension SyncCore {
             }
         case "ac":
             logger.info("client.auth_revoked", ["status": body["s"]?.stringValue ?? ""])
-            refreshToken()
+            drive { machine, _ in machine.authRevoked() }
         default:
             return
         }
@@ -146,19 +121,14 @@ extension SyncCore {
     /// Applies server data: untagged into the server tree, tagged into that query's window.
     private func applyServer(_ updates: [(Path, Node)], tag: Int64?) {
         if let tag {
-            guard let key = tags[tag] else { return }  // a push racing an unlisten
-            var view = queryViews[key] ?? .empty
-            for (path, node) in updates {
-                guard let relative = path.relative(to: key.path) else { continue }
-                view = view.setting(node, at: relative)
-            }
-            queryViews[key] = view
+            guard let key = listens.key(forTag: tag) else { return }  // a push racing an unlisten
+            cache.setWindow(key, updates)
             markDirty(key)
             refresh(affecting: key.path)
             return
         }
         for (path, node) in updates {
-            serverTree = serverTree.setting(node, at: path)
+            cache.setServer(node, at: path)
             for key in listens.keys
             where key.query == nil && (key.path.isAncestorOrSelf(of: path) || path.isAncestorOrSelf(of: key.path)) {
                 markDirty(key)
@@ -169,36 +139,20 @@ extension SyncCore {
 
     // MARK: - views and events
 
-    /// The server's value for a listen (possibly stale or empty). A query under an active default listen whose
-    /// data we hold reads the full data there (a superset of its window, kept current by that listen), else its
-    /// own window.
+    /// The server's value for a listen (possibly stale or empty); see `LocalCache.serverView`.
     func serverView(_ key: ListenKey) -> Node {
-        if key.query == nil || coveredByDefaultListen(key.path) { return serverTree.node(at: key.path) }
-        return queryViews[key] ?? .empty
+        cache.serverView(key, covered: key.query != nil && coveredByDefaultListen(key.path))
     }
 
     /// Whether a default listen at or above `path` is active and its data is held.
     func coveredByDefaultListen(_ path: Path) -> Bool {
-        listens.keys.contains { $0.query == nil && $0.path.isAncestorOrSelf(of: path) }
-            && isKnown(ListenKey(path: path, query: nil))
+        listens.hasDefaultListen(atOrAbove: path) && cache.isKnown(ListenKey(path: path, query: nil))
     }
 
     /// The hash the server compares with a listen's current result: of the window, for a query.
     func listenHash(_ key: ListenKey) -> String {
         guard let query = key.query else { return serverView(key).hash }
         return query.window(of: serverView(key)).hash
-    }
-
-    /// Whether we hold server data for `key`, directly or through a default listen above it.
-    func isKnown(_ key: ListenKey) -> Bool {
-        if known.contains(key) { return true }
-        return known.contains { $0.query == nil && $0.path.isAncestorOrSelf(of: key.path) }
-    }
-
-    /// Whether the server confirmed `key`'s data on this connection (directly or through a listen above).
-    func isComplete(_ key: ListenKey) -> Bool {
-        if listens[key]?.complete == true { return true }
-        return listens.contains { $0.key.query == nil && $0.value.complete && $0.key.path.isAncestorOrSelf(of: key.path) }
     }
 
     /// The value an observer should see now, or nil when nothing is known yet.
@@ -208,20 +162,18 @@ extension SyncCore {
                 ?? .empty
             return (infoNode.node(at: observer.path.droppingFirst), false)
         }
-        let complete = isComplete(key)
-        guard complete || isKnown(key) || writes.determines(key.path) else { return nil }
-        let local = writes.overlay(serverView(key), at: key.path)
+        let complete = listens.isComplete(key)
+        guard complete || cache.isKnown(key) || writes.tree.determines(key.path) else { return nil }
+        let local = writes.tree.overlay(serverView(key), at: key.path)
         let node = observer.spec.loadsAllData ? local : observer.spec.window(of: local)
         return (node, !complete)
     }
 
     /// Sends the observer its visible value if it changed since the last event.
     func deliver(_ id: Int) {
-        guard var observer = observers[id], let (node, fromCache) = visible(observer) else { return }
+        guard let observer = listens.observers[id], let (node, fromCache) = visible(observer) else { return }
         if let last = observer.last, last == node { return }
-        observer.last = node
-        observer.lastFromCache = fromCache
-        observers[id] = observer
+        listens.delivered(node, to: id)
         observer.continuation.yield(
             DataSnapshot(path: observer.path, node: node, spec: observer.spec, fromCache: fromCache))
     }
@@ -242,7 +194,7 @@ extension SyncCore {
         isRefreshScheduled = false
         let paths = changedPaths
         changedPaths = []
-        for (id, observer) in observers.sorted(by: { $0.key < $1.key })
+        for (id, observer) in listens.observers.sorted(by: { $0.key < $1.key })
         where paths.contains(where: { observer.path.isAncestorOrSelf(of: $0) || $0.isAncestorOrSelf(of: observer.path) }) {
             deliver(id)
         }
@@ -258,22 +210,17 @@ extension SyncCore {
     /// Resumes `continuation` when `key`'s data is good to run on: confirmed by the server, or — while there is
     /// no connection to confirm it — held from the cache. The caller retains the listen meanwhile.
     func whenKnown(_ key: ListenKey, _ continuation: CheckedContinuation<Void, any Error>) {
-        if isComplete(key) || (phase != .connected && isKnown(key)) {
+        if listens.isComplete(key) || (!connection.isConnected && cache.isKnown(key)) {
             continuation.resume()
             return
         }
-        completionWaiters[key, default: []].append(continuation)
+        listens.addWaiter(key, continuation)
     }
 
     /// Resumes the waiters whose data is held, once the connection is gone (see `whenKnown`).
     func resumeWaitersOnHeldData() {
-        for key in completionWaiters.keys where isKnown(key) { resumeCompletionWaiters(key, error: nil) }
+        for key in listens.waitedKeys where cache.isKnown(key) { listens.resumeWaiters(key, error: nil) }
     }
 
-    func resumeCompletionWaiters(_ key: ListenKey, error: ClientError?) {
-        guard let waiters = completionWaiters.removeValue(forKey: key) else { return }
-        for waiter in waiters {
-            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-        }
-    }
+    func resumeCompletionWaiters(_ key: ListenKey, error: ClientError?) { listens.resumeWaiters(key, error: error) }
 }

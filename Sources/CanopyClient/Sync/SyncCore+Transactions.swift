@@ -13,7 +13,7 @@ enum TransactionAttempt: Sendable {
 extension SyncCore {
     /// The value a transaction attempt runs on: the local view (server data + earlier pending writes). Queue only.
     func transactionBase(_ path: Path) -> Node {
-        writes.overlay(serverTree.node(at: path), at: path)
+        writes.tree.overlay(cache.serverTree.node(at: path), at: path)
     }
 
     /// Sends one attempt: applies `value` optimistically and sends `p` with the hash of `base`. Queue only.
@@ -24,8 +24,7 @@ extension SyncCore {
             completion(.failed(.closed))
             return
         }
-        let id = nextWriteID
-        nextWriteID += 1
+        let id = writes.makeID()
         do {
             var write = UserWrite(id: id, path: path, change: try resolve(value, at: path, merge: false), wire: value)
             write.isTransaction = true
@@ -74,37 +73,26 @@ extension SyncCore {
         }
     }
 
-    /// Closes everything: the connection, streams, waiters, the cache file (flushed first). Queue only.
+    /// Closes everything: the connection, streams, waiters, the cache file (flushed first, then closed after
+    /// every row submitted before). Queue only.
     func shutdown() {
         guard !isClosed else { return }
         flushCache()
-        isClosed = true
-        refreshTimer?.cancel()
-        if phase != .idle {
-            phase = .idle
-            generation += 1
+        let actions = connection.close()
+        let handlers = requests.close()
+        if actions.contains(.closeTransport) {
             transport?.close()
             transport = nil
         }
-        let handlers = replyHandlers.sorted { $0.key < $1.key }.map(\.value) + deferred.map(\.handler)
-        replyHandlers = [:]
-        deferred = []
         for handler in handlers { handler(.disconnected) }
-        for observer in observers.values { observer.continuation.finish() }
-        observers = [:]
-        for (_, waiters) in writeWaiters {
-            for waiter in waiters { waiter.resume(throwing: ClientError.closed) }
-        }
-        writeWaiters = [:]
-        for (_, waiters) in completionWaiters {
-            for waiter in waiters { waiter.resume(throwing: ClientError.closed) }
-        }
-        completionWaiters = [:]
+        for observer in listens.removeAllObservers() { observer.continuation.finish() }
+        writes.failAllWaiters(.closed)
+        listens.failAllWaiters(.closed)
         setConnectionState(.closed)
         for continuation in countContinuations.values { continuation.finish() }
         for continuation in stateContinuations.values { continuation.finish() }
         countContinuations = [:]
         stateContinuations = [:]
-        store?.close()
+        storeWriter?.close()
     }
 }

@@ -7,16 +7,23 @@
 // NOT resent — it completes as rejected with `ClientError.disconnected` (the server may or may not have applied
 // it; the listens show which), exactly as Firebase does for in-flight transactions. The `sent` mark is persisted
 // before the write goes out, so the rule also holds across an app restart.
+//
+// Persistence (the store writer's queue, never the caller's thread): `write` applies the write in memory and
+// submits its row; the call returns without waiting for SQLite. Rows are committed in call order, and the wire
+// never carries a write before its row is in the file: every frame sent after a row was submitted waits in the
+// request queue until that row is committed (and an increment's `sent` mark likewise before it goes out), so frames
+// keep their order and anything the server may have seen is in the file. `PendingWrite.saved()` returns once
+// the row is committed and `Database.close()` waits for every row; a process killed between the call and the
+// commit (typically well under a millisecond) loses that write, which never reached the server either.
 
 import CanopyCore
 
 extension SyncCore {
     /// A new local write: resolved, validated, layered, persisted, sent. Queue only.
     func write(at path: Path, wire: JSONValue, merge: Bool) -> Int64 {
-        let id = nextWriteID
-        nextWriteID += 1
+        let id = writes.makeID()
         guard !isClosed else {
-            finish(id, .rejected(ClientError.closed.userMessage), error: .closed)
+            writes.finish(id, .rejected(ClientError.closed.userMessage), error: .closed)
             return id
         }
         let change: UserWrite.Change
@@ -24,20 +31,18 @@ extension SyncCore {
             change = try resolve(wire, at: path, merge: merge)
         } catch {
             let failure = ClientError.invalidData(path: path.description, reason: error.userMessage)
-            finish(id, .rejected(failure.userMessage), error: failure)
+            writes.finish(id, .rejected(failure.userMessage), error: failure)
             return id
         }
         let write = UserWrite(id: id, path: path, change: change, wire: wire)
-        do {
-            try store?.appendWrite(
-                StoredWrite(id: id, path: path.description, action: write.action, data: wire.serialized(), sent: false))
-        } catch {
-            logger.error("client.queue_write_failed", ["reason": error.userMessage])
+        if let storeWriter {
+            let row = StoredWrite(id: id, path: path.description, action: write.action, data: wire.serialized(), sent: false)
+            submitGating { done in storeWriter.append(row, then: done) }
         }
         writes.append(write)
         refresh(affecting: path)
         publishPendingCount()
-        if phase == .connected { sendWrite(write) }
+        if connection.isConnected { sendWrite(write) }
         return id
     }
 
@@ -62,13 +67,13 @@ extension SyncCore {
     /// increment, so ordinary writes do not pay for layering every pending write.
     private func localRoot(around path: Path, for json: JSONValue) -> Node {
         guard UserWrite.containsIncrement(json) else { return .empty }
-        return Node.empty.setting(writes.overlay(serverTree.node(at: path), at: path), at: path)
+        return Node.empty.setting(writes.tree.overlay(cache.serverTree.node(at: path), at: path), at: path)
     }
 
     /// Sends one queued write. Queue only, connected.
     func sendWrite(_ write: UserWrite) {
-        if write.containsIncrement && !write.sent {
-            do { try store?.markSent(write.id) } catch { logger.error("client.queue_mark_failed") }
+        if write.containsIncrement && !write.sent, let storeWriter {
+            submitGating { done in storeWriter.markSent(write.id, then: done) }
         }
         writes.markSent(write.id)
         send(write.action, ["p": .string(write.path.description), "d": write.wire]) { [weak self] outcome in
@@ -78,7 +83,7 @@ extension SyncCore {
 
     /// Resends every pending write after a reconnect, oldest first, except in-flight increments (see header).
     func resendWrites() {
-        for write in writes.writes where !write.isTransaction {
+        for write in writes.tree.writes where !write.isTransaction {
             if write.sent && write.containsIncrement {
                 complete(write.id, error: .disconnected(path: write.path.description))
             } else {
@@ -100,44 +105,18 @@ extension SyncCore {
     /// Removes a pending write (acknowledged, or rejected and so rolled back) and reports it.
     func complete(_ id: Int64, error: ClientError?) {
         guard let write = writes.remove(id) else { return }
-        if !write.isTransaction {
-            do { try store?.removeWrite(id) } catch { logger.error("client.queue_remove_failed") }
-        }
+        if !write.isTransaction { storeWriter?.remove(id) }
         if let error {
             logger.info("client.write_rejected", ["path": write.path.description, "code": error.code])
         }
         refresh(affecting: write.path)
         publishPendingCount()
-        finish(id, error.map { .rejected($0.userMessage) } ?? .synced, error: error)
+        writes.finish(id, error.map { .rejected($0.userMessage) } ?? .synced, error: error)
     }
 
-    /// Records a final status and wakes waiters.
-    func finish(_ id: Int64, _ status: WriteStatus, error: ClientError?) {
-        finished[id] = (status, error)
-        finishedOrder.append(id)
-        if finishedOrder.count > 10_000 {
-            for old in finishedOrder.prefix(1_000) { finished[old] = nil }
-            finishedOrder.removeFirst(1_000)
-        }
-        for waiter in writeWaiters.removeValue(forKey: id) ?? [] {
-            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-        }
-    }
-
-    func status(of id: Int64) -> WriteStatus {
-        if writes.write(id) != nil { return .pending }
-        return finished[id]?.status ?? .synced
-    }
-
-    func waitForWrite(_ id: Int64, _ continuation: CheckedContinuation<Void, any Error>) {
-        if writes.write(id) != nil {
-            writeWaiters[id, default: []].append(continuation)
-            return
-        }
-        if let error = finished[id]?.error {
-            continuation.resume(throwing: error)
-        } else {
-            continuation.resume()
-        }
+    /// Resumes `continuation` once every row submitted so far is in the file (at once without a file).
+    func whenSaved(_ continuation: CheckedContinuation<Void, Never>) {
+        guard let storeWriter else { return continuation.resume() }
+        storeWriter.barrier { continuation.resume() }
     }
 }

@@ -172,14 +172,17 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Schedules `work` on the loop after `afterMilliseconds` (monotonic time). Call on the loop.
+    ///
+    /// Any delay is accepted: a negative one runs `work` on the next pass, and one too long to represent
+    /// (a token expiring in the year 300000) saturates to a deadline that is never reached.
     /// - Returns: a handle that cancels the timer.
     @discardableResult
     public func schedule(afterMilliseconds: Int64, _ work: @escaping () -> Void) -> TimerHandle {
         assertInLoop()
-        let delay = UInt64(max(0, afterMilliseconds)) * 1_000_000
+        let delay = UInt64(clamping: afterMilliseconds).multipliedSaturated(by: 1_000_000)
         timerSequence += 1
         let timer = TimerHandle(
-            deadline: monotonicNanoseconds() + delay, sequence: timerSequence, work: work, loop: self)
+            deadline: monotonicNanoseconds().addingSaturated(delay), sequence: timerSequence, work: work, loop: self)
         timers.insert(timer)
         return timer
     }
@@ -352,7 +355,7 @@ public final class EventLoop: @unchecked Sendable {
         guard let first = timers.first else { return -1 }
         let now = monotonicNanoseconds()
         guard first.deadline > now else { return 0 }
-        let milliseconds = (first.deadline - now + 999_999) / 1_000_000
+        let milliseconds = (first.deadline - now).addingSaturated(999_999) / 1_000_000
         return Int32(min(milliseconds, UInt64(Int32.max)))
     }
 

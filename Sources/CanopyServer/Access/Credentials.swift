@@ -52,8 +52,10 @@ public final class Credentials: Sendable {
     }
 
     /// Signs a token with the daemon's secret (used by tests and `canopy token mint` against a data directory).
-    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) -> String {
-        TokenMinter.mintHS256(claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
+    /// - Throws: ``TokenMintError`` when `now / 1000 + ttlSeconds` is not a time a token may expire at.
+    public func mint(claims: JSONValue, ttlSeconds: Int64, now: Int64) throws(TokenMintError) -> String {
+        try TokenMinter.mintHS256(
+            claims: claims, secret: signingSecret, issuedAt: now / 1000, ttlSeconds: ttlSeconds)
     }
 
     /// The admin credential's text (for tests and the CLI running on the same machine).
@@ -116,6 +118,17 @@ public final class Credentials: Sendable {
         return .user(auth: token.rulesAuth, expiresAt: token.expiresAt)
     }
 
+    /// When a token whose `exp` is `expiresAt` (ms) stops being honoured: `exp` plus the verifier's clock skew.
+    ///
+    /// One rule everywhere: a token is accepted until `exp` + skew (the verifier's check, on REST, SSE, the wire
+    /// protocol and long polling alike), and a session or stream that holds it is revoked at that same moment
+    /// (`expired_token` / `auth_revoked`), never sooner: a token that was accepted is never revoked at once.
+    /// `Identity.user`'s `expiresAt` is the token's own expiry (what the wire `auth` reply reports); sessions and
+    /// streams schedule their revocation at this time instead.
+    func revocationTime(_ expiresAt: Int64) -> Int64 {
+        expiresAt.addingSaturated(verifier.clockSkewSeconds.multipliedSaturated(by: 1000))
+    }
+
     /// A legacy token's identity, as Firebase gave it: `admin: true` bypasses the rules; otherwise rules see the
     /// payload `d` as `auth` (so `auth.uid` is `d.uid`); a null payload is unauthenticated. Without `exp` it
     /// expires 24 hours after `iat`.
@@ -124,7 +137,7 @@ public final class Credentials: Sendable {
             throw CredentialError(message: "Could not parse auth token: a legacy token needs 'exp' or 'iat'")
         }
         // A token with `exp` was checked by the verifier; one without expires 24 hours after it was issued.
-        if token.expiresAt == nil, clock.nowMilliseconds() >= expiresAt {
+        if token.expiresAt == nil, clock.nowMilliseconds() >= revocationTime(expiresAt) {
             throw CredentialError(message: "Could not parse auth token: token expired")
         }
         if token.claims["admin"]?.boolValue == true { return .admin }

@@ -156,7 +156,7 @@ final class LongPollEndpoint {
     private func sweep() {
         let now = hub.context.configuration.clock.nowMilliseconds()
         let idle = connections.values.filter {
-            now - $0.lastRequestAt >= limits.idleTimeoutMilliseconds
+            now.subtractingSaturated($0.lastRequestAt) >= limits.idleTimeoutMilliseconds
         }
         for connection in idle {
             logger.debug("lp.idle_timeout", ["id": connection.id])

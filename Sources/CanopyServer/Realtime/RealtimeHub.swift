@@ -107,7 +107,10 @@ final class RealtimeHub: RealtimeService {
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {
-            let delay = max(0, expiresAt - context.configuration.clock.nowMilliseconds())
+            // Revoked when the token stops being honoured (exp + skew), as a wire session is.
+            let revokedAt = context.credentials.revocationTime(expiresAt)
+            // Saturating: `exp` is the client's number, as far from now as Int64 allows.
+            let delay = revokedAt.subtractingSaturated(context.configuration.clock.nowMilliseconds())
             subscriber.expiry = loop.schedule(afterMilliseconds: delay) { [weak self, weak subscriber] in
                 guard let self, let subscriber else { return }
                 subscriber.stream.send(EventStream.formatRaw("auth_revoked", "credential is no longer valid"))

@@ -65,6 +65,9 @@ final class WireSession {
     private var listens: [String: WireListen] = [:]
     private var onDisconnect: [DisconnectOperation] = []
     private var expiry: TimerHandle?
+    /// When the current identity's token stops being honoured (ms, wall clock): its `exp` plus the skew
+    /// (`Credentials.revocationTime`).
+    private var identityExpiresAt: Int64?
     private var closed = false
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
@@ -143,6 +146,11 @@ final class WireSession {
             reply(r, Wire.Status.unavailable, failure)
             return
         }
+        // A token past its revocation time is revoked before this request is served, even if its timer has not
+        // run yet in this loop pass: nothing is read, written or acknowledged under it.
+        if let revokedAt = identityExpiresAt, hub.context.configuration.clock.nowMilliseconds() >= revokedAt {
+            tokenExpired()
+        }
         switch action {
         case Wire.Action.stats, Wire.Action.appCheck, Wire.Action.appCheckRemovedJS, Wire.Action.appCheckRemoved:
             reply(r, Wire.Status.ok, "")
@@ -200,16 +208,21 @@ final class WireSession {
 
     private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
         identity = newIdentity
+        identityExpiresAt = expiresAt.map(hub.context.credentials.revocationTime)
         expiry?.cancel()
         expiry = nil
-        if let expiresAt {
-            let delay = max(0, expiresAt - hub.context.configuration.clock.nowMilliseconds())
+        if let revokedAt = identityExpiresAt {
+            // Saturating: `exp` is the client's number, as far from now as Int64 allows.
+            let delay = revokedAt.subtractingSaturated(hub.context.configuration.clock.nowMilliseconds())
             expiry = hub.loop.schedule(afterMilliseconds: delay) { [weak self] in self?.tokenExpired() }
         }
         recheckListens()
     }
 
     private func tokenExpired() {
+        expiry?.cancel()
+        expiry = nil
+        identityExpiresAt = nil
         push(
             Wire.Push.authRevoked,
             [Wire.Key.status: .string(Wire.Status.expiredToken), Wire.Key.data: "Auth token is expired."])

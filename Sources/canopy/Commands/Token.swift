@@ -21,7 +21,7 @@ struct TokenCommand: Command {
           --admin      an admin token: claim admin = true
           --attendee   fill userId, tierId and groups from the attendee directory (--directory)
           --ns         limit the token to this namespace (claim ns)
-          --ttl        lifetime: 30m, 8h, 2d, or seconds (default 1h)
+          --ttl        lifetime: 30m, 8h, 2d, or seconds (default 1h); expiry no later than year 9999
           --data       the daemon's data directory holding signing.key (default ./canopy-data)
         Claim names used by the event rules: userId (string), tierId (string, "default" when none),
         groups (object: group id -> true), ns (string or list), admin (true).
@@ -84,6 +84,9 @@ struct TokenCommand: Command {
             print(Base64.encode(secret, url: true, padding: false))
             return
         }
+        // The lifetime first: a refused one must not leave a new data directory behind.
+        let now = SystemClock().nowMilliseconds() / 1000
+        _ = try TokenMinter.expiry(issuedAt: now, ttlSeconds: ttlSeconds)
         var members = claims
         func set(_ key: String, _ value: JSONValue) {
             members.removeAll { $0.key == key }
@@ -102,7 +105,8 @@ struct TokenCommand: Command {
         if let subject { set("uid", .string(subject)) }
         _ = try DataDirectory(path: dataDirectory)
         let secret = try SecretFile.loadOrCreate(path: dataDirectory + "/signing.key", byteCount: 32)
-        let now = SystemClock().nowMilliseconds() / 1000
-        print(TokenMinter.mintHS256(claims: .object(members), secret: secret, issuedAt: now, ttlSeconds: ttlSeconds))
+        let token = try TokenMinter.mintHS256(
+            claims: .object(members), secret: secret, issuedAt: now, ttlSeconds: ttlSeconds)
+        print(token)
     }
 }

@@ -165,12 +165,12 @@ import Testing
             reconnect: testOptions.reconnect,
             tokenRefresher: {
                 refreshes.increment()
-                return credentials.mint(claims: ["uid": "u1"], ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
+                return try? credentials.mint(claims: ["uid": "u1"], ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
             })
         // Long enough that a loaded machine still connects, authenticates and refreshes (at half the remaining
         // time) before the server revokes the first token; short enough to pass its expiry within the test.
         // (8 s once proved too short with the whole suite running in parallel beside two CPU hogs.)
-        let short = credentials.mint(claims: ["uid": "u1"], ttlSeconds: 12, now: SystemClock().nowMilliseconds())
+        let short = try credentials.mint(claims: ["uid": "u1"], ttlSeconds: 12, now: SystemClock().nowMilliseconds())
         let expiry = Date().addingTimeInterval(12)
         let db = try clientDatabase(port: server.port, namespace: "off4", token: short, options: options)
         let secret = SnapshotRecorder(db.ref("private"))

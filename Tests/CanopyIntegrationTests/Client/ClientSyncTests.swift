@@ -61,7 +61,7 @@ import Testing
         let rules = writeRules(#"{"rules": {".read": "auth != null", "open": {".write": "auth != null"}}}"#)
         let server = try InProcessServer { $0.rulesFile = rules }
         defer { server.stop() }
-        let token = server.daemon.credentials.mint(claims: ["uid": "u1"], ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
+        let token = try server.daemon.credentials.mint(claims: ["uid": "u1"], ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
         let db = try clientDatabase(port: server.port, namespace: "sync3", token: token)
         let root = SnapshotRecorder(db.ref())
         #expect(await eventually { root.last == .null })

@@ -62,10 +62,10 @@ enum DemoEvent {
     }
 
     /// A token for `attendee` with the claims `canopy token mint --attendee` writes.
-    static func token(for attendee: Attendee, credentials: Credentials) -> String {
+    static func token(for attendee: Attendee, credentials: Credentials) throws -> String {
         var claims = attendee.claims(namespace: namespace).members ?? []
         claims.append(JSONMember("uid", .string(attendee.id)))
-        return credentials.mint(claims: .object(claims), ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
+        return try credentials.mint(claims: .object(claims), ttlSeconds: 3600, now: SystemClock().nowMilliseconds())
     }
 
     /// The credentials of a daemon's data directory (to mint tokens for a spawned daemon).

@@ -20,7 +20,7 @@ import Testing
         defer { server.stop() }
         try DemoEvent.loadAndPublish(port: server.port, admin: server.admin, isolateGroups: isolateGroups)
         for attendee in try DemoEvent.directory().attendees {
-            let token = DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
+            let token = try DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
             let db = try clientDatabase(port: server.port, namespace: DemoEvent.namespace, token: token)
             let feed = try PersonalizedContentFeed(
                 db: db, userId: attendee.id, tierId: attendee.tierId, groups: attendee.groupIds)
@@ -36,7 +36,7 @@ import Testing
         defer { server.stop() }
         try DemoEvent.loadAndPublish(port: server.port, admin: server.admin)
         let attendee = try #require(try DemoEvent.directory().attendee(id: "100201"))
-        let token = DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
+        let token = try DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
         let db = try clientDatabase(port: server.port, namespace: DemoEvent.namespace, token: token)
         let feed = try PersonalizedContentFeed(db: db, attendee: attendee)
         let log = FeedRecorder(feed)
@@ -70,7 +70,7 @@ import Testing
         try DemoEvent.loadAndPublish(port: server.port, admin: server.admin, isolateGroups: true)
         let port = server.port
         let attendee = try #require(try DemoEvent.directory().attendee(id: "100211"))
-        let token = DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
+        let token = try DemoEvent.token(for: attendee, credentials: server.daemon.credentials)
         let cache = URL(fileURLWithPath: makeTemporaryDirectory())
         defer { try? FileManager.default.removeItem(at: cache) }
         let online = try clientDatabase(port: port, namespace: DemoEvent.namespace, token: token, cache: cache)

@@ -17,7 +17,7 @@ import Testing
 
     func attendeeToken(_ id: String, data: String) throws -> String {
         let attendee = try #require(try DemoEvent.directory().attendee(id: id))
-        return DemoEvent.token(for: attendee, credentials: try DemoEvent.credentials(dataDirectory: data))
+        return try DemoEvent.token(for: attendee, credentials: try DemoEvent.credentials(dataDirectory: data))
     }
 
     @Test(.timeLimit(.minutes(1))) func aPublishReachesTheWatcherAsOneRedraw() async throws {

@@ -136,7 +136,7 @@ import Testing
             // A bad token: error status, the socket stays usable.
             var r = a.request("auth", ["cred": "not-a-token"])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "invalid_token")
-            let token = server.daemon.credentials.mint(
+            let token = try server.daemon.credentials.mint(
                 claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 600,
                 now: SystemClock().nowMilliseconds())
             r = a.request("auth", ["cred": .string(token)])
@@ -219,9 +219,10 @@ import Testing
         try withServer(configure: { $0.rulesFile = rulesFile("personalized-content.rules.json") }) { server in
             let ns = "wsexpiry"
             let a = try connect(server, ns)
-            let token = server.daemon.credentials.mint(
+            // exp 58 s ago: still honoured (60 s of skew), revoked 2 s from now.
+            let token = try server.daemon.credentials.mint(
                 claims: ["uid": "901", "userId": "901", "tierId": "55", "ns": .string(ns)], ttlSeconds: 1,
-                now: SystemClock().nowMilliseconds())
+                now: SystemClock().nowMilliseconds() - 59_000)
             var r = a.request("auth", ["cred": .string(token)])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             r = a.request("q", ["p": "/private/adminable/users/901", "h": ""])
