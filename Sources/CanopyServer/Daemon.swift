@@ -66,8 +66,10 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     /// Opens a namespace on the loop and runs `body` with it (tools and tests).
     public func withNamespace(_ name: String, _ body: @escaping @Sendable (Namespace) -> Void) {
         loop.execute { [weak self] in
-            guard let ns = try? self?.context?.registry.namespace(name, create: true) else { return }
-            body(ns)
+            self?.context?.registry.whenOpen(name, create: true) { result in
+                guard case .success(let ns?) = result else { return }
+                body(ns)
+            }
         }
     }
 
@@ -89,19 +91,28 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let logger = self.logger
         loop.execute { [weak self] in
             guard let self, let context = self.context else { return }
-            do {
-                guard let namespace = try context.registry.namespace(name, create: true) else { return }
-                if let rulesSource {
-                    try context.registry.setRules(
-                        rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+            context.registry.whenOpen(name, create: true) { result in
+                do {
+                    guard let namespace = try result.get() else { return }
+                    try Self.seed(namespace, document: document, rulesSource: rulesSource, context: context)
+                } catch {
+                    logger.error("demo.failed", ["ns": name, "error": "\(error)"])
                 }
-                guard namespace.root.isEmpty else { return }
-                namespace.commit([(Path.root, document.data)], newRoot: document.data)
-                logger.info("demo.loaded", ["ns": name])
-            } catch {
-                logger.error("demo.failed", ["ns": name, "error": "\(error)"])
             }
         }
+    }
+
+    /// Gives `namespace` its rules and, when it holds nothing, the document.
+    private static func seed(
+        _ namespace: Namespace, document: ExportDocument, rulesSource: String?, context: ServerContext
+    ) throws {
+        if let rulesSource {
+            try context.registry.setRules(
+                rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+        }
+        guard namespace.root.isEmpty else { return }
+        namespace.commit([(Path.root, document.data)], newRoot: document.data)
+        Logger(label: "canopy.server").info("demo.loaded", ["ns": namespace.name])
     }
 
     /// Graceful shutdown from any thread: stop accepting, let in-flight requests finish, close the databases.

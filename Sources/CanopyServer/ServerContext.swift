@@ -42,11 +42,33 @@ final class ServerContext {
         }
         do {
             return try registry.namespace(name, create: create)
+        } catch let error as NamespaceUnavailable {
+            throw RESTError(error.isTransient ? 503 : 500, error.userMessage)
         } catch let error as StoreError {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": error.userMessage])
             throw RESTError(500, "The database for namespace '\(name)' could not be opened.")
         } catch let error as any CanopyError {
             throw RESTError(400, error.userMessage)
+        }
+    }
+
+    /// Runs `body` at once, or, when the request's namespace has a file whose tree is not loaded, once it is
+    /// loaded on a store thread (every other namespace is served meanwhile). A load that fails or takes too long
+    /// answers the request itself: 503 (or 500 when the file cannot be opened) with `{"error": ...}`.
+    func whenNamespaceReady(for request: HTTPRequest, _ responder: HTTPResponder, _ body: @escaping () -> Void) {
+        var params: [String: String] = [:]
+        for item in request.query where params[item.name] == nil { params[item.name] = item.value }
+        guard let name = try? namespaceName(request, params: params), DataDirectory.isValidNamespace(name),
+            registry.mustWait(for: name)
+        else { return body() }
+        registry.whenOpen(name, create: false) { result in
+            switch result {
+            case .success: body()
+            case .failure(let error as NamespaceUnavailable):
+                responder.respond(.error(RESTError(error.isTransient ? 503 : 500, error.userMessage)))
+            case .failure(let error):
+                responder.respond(.error(RESTError(500, (error as? any CanopyError)?.userMessage ?? "Internal error.")))
+            }
         }
     }
 
