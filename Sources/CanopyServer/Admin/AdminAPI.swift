@@ -10,8 +10,10 @@
 //   POST /.canopy/preview?ns=E&attendee=ID[&pending=true]   the attendee's merged feed; body: the directory
 //
 // Admin means the admin credential or a token whose `admin` claim is true. Writes are computed by CanopyPublish
-// from the namespace's own tree inside the loop (so publishes of one event are serialized) and committed as one
-// batch: one SQLite transaction, one consistent change per location for listeners.
+// from the namespace's tree on the compute thread (a large publish takes long enough to stall every namespace if
+// it ran on the loop), then committed on the loop as one batch — one SQLite transaction, one consistent change per
+// location for listeners — but only if the tree is still the one they were computed from; otherwise they are
+// computed again (so publishes of one event never commit stale results).
 
 import CanopyCore
 import CanopyNet
@@ -30,68 +32,122 @@ extension RESTHandler {
         }
         let root = namespace.root
         let now = context.configuration.clock.nowMilliseconds()
-        let writes: [(path: Path, node: Node)]
-        do {
-            switch (method, action) {
-            case ("GET", "status"):
-                let etag = root.node(at: PublishLayout.pendingContent).etag
-                namespace.whenDurable { _ in
-                    responder.respond(.json(200, PublishEngine.status(root: root), extraHeaders: [("ETag", etag)]))
-                }
-                return
-            case ("POST", "dry-run"):
-                let directory = try parseDirectory(request.body, required: false)
-                namespace.whenDurable { _ in
-                    responder.respond(.json(200, PublishEngine.dryRun(root: root, directory: directory)))
-                }
-                return
-            case ("POST", "preview"):
-                guard let attendeeID = params["attendee"] else { throw RESTError(400, "preview needs ?attendee=ID") }
-                guard let directory = try parseDirectory(request.body, required: true),
-                    let attendee = directory.attendees.first(where: { $0.id == attendeeID })
-                else { throw RESTError(404, "Attendee '\(attendeeID)' is not in the directory.") }
-                let pending = params["pending"] == "true"
+        let uid = identity.uid
+        let compute: @Sendable (Node) throws -> [(path: Path, node: Node)]
+        switch (method, action) {
+        case ("GET", "status"):
+            let etag = root.node(at: PublishLayout.pendingContent).etag
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, PublishEngine.status(root: root), extraHeaders: [("ETag", etag)]))
+            }
+            return
+        case ("POST", "dry-run"):
+            let directory = try parseDirectory(request.body, required: false)
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, PublishEngine.dryRun(root: root, directory: directory)))
+            }
+            return
+        case ("POST", "preview"):
+            guard let attendeeID = params["attendee"] else { throw RESTError(400, "preview needs ?attendee=ID") }
+            guard let directory = try parseDirectory(request.body, required: true),
+                let attendee = directory.attendees.first(where: { $0.id == attendeeID })
+            else { throw RESTError(404, "Attendee '\(attendeeID)' is not in the directory.") }
+            let pending = params["pending"] == "true"
+            do {
                 if pending { try PublishEngine.validate(root: root) }
-                let feed = PublishEngine.feed(root: root, attendee: attendee, pending: pending)
-                let items = JSONValue.array(feed.map { ["key": .string($0.key), "item": $0.item.json()] })
-                namespace.whenDurable { _ in responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items])) }
-                return
-            case ("POST", "publish"):
-                if let expected = request.header("if-match") {
-                    let pending = root.node(at: PublishLayout.pendingContent)
-                    guard expected == pending.etag else {
-                        responder.respond(.json(412, pending.json(), extraHeaders: [("ETag", pending.etag)]))
-                        return
-                    }
-                }
-                if let key = params["item"] {
-                    writes = try PublishEngine.publishItemWrites(root: root, key: key, now: now, publisher: identity.uid)
-                } else {
-                    writes = try PublishEngine.publishWrites(root: root, now: now, publisher: identity.uid)
-                }
-            case ("POST", "unpublish"):
-                guard let key = params["item"] else { throw RESTError(400, "unpublish needs ?item=KEY") }
-                writes = try PublishEngine.unpublishItemWrites(root: root, key: key, now: now, publisher: identity.uid)
-            case ("POST", "revert"):
-                writes = PublishEngine.revertWrites(root: root)
-            case ("POST", "rollback"):
-                guard let id = params["to"] else { throw RESTError(400, "rollback needs ?to=HISTORY_ID") }
-                writes = try PublishEngine.rollbackWrites(root: root, historyID: id, now: now, publisher: identity.uid)
-            default:
-                throw RESTError(404, "Unknown admin endpoint \(method) \(request.path).")
+            } catch {
+                throw Self.restError(error)
             }
-        } catch let error as PublishError {
-            let status: Int
-            switch error.kind {
-            case .unknownItem, .notPublished, .unknownHistoryEntry: status = 404
-            default: status = 400
+            let feed = PublishEngine.feed(root: root, attendee: attendee, pending: pending)
+            let items = JSONValue.array(feed.map { ["key": .string($0.key), "item": $0.item.json()] })
+            namespace.whenDurable { _ in responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items])) }
+            return
+        case ("POST", "publish"):
+            if let key = params["item"] {
+                compute = { root in try PublishEngine.publishItemWrites(root: root, key: key, now: now, publisher: uid) }
+            } else {
+                compute = { root in try PublishEngine.publishWrites(root: root, now: now, publisher: uid) }
             }
-            throw RESTError(status, error.userMessage)
+        case ("POST", "unpublish"):
+            guard let key = params["item"] else { throw RESTError(400, "unpublish needs ?item=KEY") }
+            compute = { root in try PublishEngine.unpublishItemWrites(root: root, key: key, now: now, publisher: uid) }
+        case ("POST", "revert"):
+            compute = { root in PublishEngine.revertWrites(root: root) }
+        case ("POST", "rollback"):
+            guard let id = params["to"] else { throw RESTError(400, "rollback needs ?to=HISTORY_ID") }
+            compute = { root in try PublishEngine.rollbackWrites(root: root, historyID: id, now: now, publisher: uid) }
+        default:
+            throw RESTError(404, "Unknown admin endpoint \(method) \(request.path).")
         }
-        let newRoot = Namespace.applying(writes, to: root)
+        let write = AdminWrite(
+            action: action, ifMatch: request.header("if-match"), now: now, compute: compute, namespace: namespace,
+            responder: responder)
+        computeOffLoop(write, attempt: 1)
+    }
+
+    /// How many times a publish is computed again when its namespace changed while it was being computed.
+    static let adminWriteAttempts = 3
+
+    /// Computes an admin write on the compute thread from the tree as it is now, then commits it on the loop if
+    /// the tree is still that one (`Namespace.version`); when another write changed it meanwhile, computes
+    /// again, up to `adminWriteAttempts` times, then answers 409: a publish is never committed stale.
+    private func computeOffLoop(_ write: AdminWrite, attempt: Int) {
+        let namespace = write.namespace
+        let root = namespace.root
+        let version = namespace.version
+        let compute = write.compute
+        let loop = context.registry.loop
+        let held = LoopHeld((self, write), loop: loop)
+        context.registry.computePool.run {
+            let result = Result { () throws -> (writes: [(path: Path, node: Node)], root: Node) in
+                let writes = try compute(root)
+                return (writes, Namespace.applying(writes, to: root))
+            }
+            let computed = LoopHeld(result, loop: loop)  // Node and Path are Sendable; the tuple array is not
+            loop.execute {
+                let (handler, write) = held.value
+                handler.finish(write, computed.value, root: root, version: version, attempt: attempt)
+            }
+        }
+    }
+
+    private func finish(
+        _ write: AdminWrite, _ result: Result<(writes: [(path: Path, node: Node)], root: Node), any Error>,
+        root: Node, version: UInt64, attempt: Int
+    ) {
+        let namespace = write.namespace
+        let responder = write.responder
+        guard namespace.version == version else {
+            guard attempt < Self.adminWriteAttempts else {
+                responder.respond(.error(RESTError(409, "The event kept changing during the \(write.action); try again.")))
+                return
+            }
+            computeOffLoop(write, attempt: attempt + 1)
+            return
+        }
+        if let expected = write.ifMatch {
+            let pending = root.node(at: PublishLayout.pendingContent)
+            guard expected == pending.etag else {
+                responder.respond(.json(412, pending.json(), extraHeaders: [("ETag", pending.etag)]))
+                return
+            }
+        }
+        let writes: [(path: Path, node: Node)]
+        let newRoot: Node
+        switch result {
+        case .success(let computed): (writes, newRoot) = computed
+        case .failure(let error as PublishError):
+            responder.respond(.error(Self.restError(error)))
+            return
+        case .failure(let error):
+            responder.respond(.error(RESTError(400, (error as? any CanopyError)?.userMessage ?? "\(error)")))
+            return
+        }
         if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
         let changed = JSONValue.array(writes.map { .string($0.path.description) })
         let pendingETag = newRoot.node(at: PublishLayout.pendingContent).etag
+        let action = write.action
+        let now = write.now
         namespace.whenDurable { ok in
             guard ok else {
                 responder.respond(.error(RESTError(500, "The \(action) could not be stored; nothing was changed.")))
@@ -107,6 +163,13 @@ extension RESTHandler {
         }
     }
 
+    private static func restError(_ error: PublishError) -> RESTError {
+        switch error.kind {
+        case .unknownItem, .notPublished, .unknownHistoryEntry: RESTError(404, error.userMessage)
+        default: RESTError(400, error.userMessage)
+        }
+    }
+
     private func parseDirectory(_ body: [UInt8], required: Bool) throws -> AttendeeDirectory? {
         if body.isEmpty || body.allSatisfy({ $0 == 32 || $0 == 10 || $0 == 13 || $0 == 9 }) {
             if required { throw RESTError(400, "This endpoint needs the attendee directory as the request body.") }
@@ -118,6 +181,28 @@ extension RESTHandler {
             let message = (error as? any CanopyError)?.userMessage ?? "\(error)"
             throw RESTError(400, "Invalid attendee directory: \(message)")
         }
+    }
+}
+
+/// An admin write waiting for its computation: what the commit and the reply need.
+final class AdminWrite {
+    let action: String
+    let ifMatch: String?
+    let now: Int64
+    let compute: @Sendable (Node) throws -> [(path: Path, node: Node)]
+    let namespace: Namespace
+    let responder: HTTPResponder
+
+    init(
+        action: String, ifMatch: String?, now: Int64, compute: @escaping @Sendable (Node) throws -> [(path: Path, node: Node)],
+        namespace: Namespace, responder: HTTPResponder
+    ) {
+        self.action = action
+        self.ifMatch = ifMatch
+        self.now = now
+        self.compute = compute
+        self.namespace = namespace
+        self.responder = responder
     }
 }
 
