@@ -102,13 +102,20 @@ public final class Namespace {
     /// lie below it: listeners at or above it are then told with one merge event (`m`, SSE `patch`).
     public func commit(_ writes: [(path: Path, node: Node)], newRoot: Node, mergeAt base: Path? = nil) {
         loop.assertInLoop()
+        let mutations = writes.flatMap { Namespace.mutations(for: $0.path, before: root, after: newRoot) }
+        commit(writes, newRoot: newRoot, mutations: mutations, mergeAt: base)
+    }
+
+    /// Commits writes whose store mutations were computed off the loop (`Namespace.mutations(for:before:after:)`
+    /// for each path, from `root` as it is now: the caller checked `version` since).
+    func commit(
+        _ writes: [(path: Path, node: Node)], newRoot: Node, mutations: [StoreMutation], mergeAt base: Path? = nil
+    ) {
+        loop.assertInLoop()
         let old = root
         if openBefore == nil { openBefore = old }
-        let first = openMutations.count
-        for write in writes {
-            openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
-        }
-        estimatedBytes += (openMutations.count - first) * Namespace.bytesPerRow
+        if openMutations.isEmpty { openMutations = mutations } else { openMutations += mutations }
+        estimatedBytes += mutations.count * Namespace.bytesPerRow
         root = newRoot
         version &+= 1
         let paths = writes.map(\.path)

@@ -18,6 +18,7 @@
 import CanopyCore
 import CanopyNet
 import CanopyPublish
+import CanopyStore
 
 extension RESTHandler {
     func handleAdmin(_ request: HTTPRequest, method: String, _ responder: HTTPResponder) throws {
@@ -99,9 +100,15 @@ extension RESTHandler {
         let loop = context.registry.loop
         let held = LoopHeld((self, write), loop: loop)
         context.registry.computePool.run {
-            let result = Result { () throws -> (writes: [(path: Path, node: Node)], root: Node) in
+            let result = Result { () throws -> ComputedAdminWrite in
                 let writes = try compute(root)
-                return (writes, Namespace.applying(writes, to: root))
+                let newRoot = Namespace.applying(writes, to: root)
+                let mutations = writes.flatMap { Namespace.mutations(for: $0.path, before: root, after: newRoot) }
+                // The ETags of pendingContent (hashes, cached per node) are computed here, not on the loop.
+                _ = root.node(at: PublishLayout.pendingContent).etag
+                _ = newRoot.node(at: PublishLayout.pendingContent).etag
+                let changed = JSONValue.array(writes.map { .string($0.path.description) })
+                return ComputedAdminWrite(writes: writes, root: newRoot, mutations: mutations, changed: changed)
             }
             let computed = LoopHeld(result, loop: loop)  // Node and Path are Sendable; the tuple array is not
             loop.execute {
@@ -112,7 +119,7 @@ extension RESTHandler {
     }
 
     private func finish(
-        _ write: AdminWrite, _ result: Result<(writes: [(path: Path, node: Node)], root: Node), any Error>,
+        _ write: AdminWrite, _ result: Result<ComputedAdminWrite, any Error>,
         root: Node, version: UInt64, attempt: Int
     ) {
         let namespace = write.namespace
@@ -132,10 +139,9 @@ extension RESTHandler {
                 return
             }
         }
-        let writes: [(path: Path, node: Node)]
-        let newRoot: Node
+        let computed: ComputedAdminWrite
         switch result {
-        case .success(let computed): (writes, newRoot) = computed
+        case .success(let value): computed = value
         case .failure(let error as PublishError):
             responder.respond(.error(Self.restError(error)))
             return
@@ -143,8 +149,10 @@ extension RESTHandler {
             responder.respond(.error(RESTError(400, (error as? any CanopyError)?.userMessage ?? "\(error)")))
             return
         }
-        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot) }
-        let changed = JSONValue.array(writes.map { .string($0.path.description) })
+        let writes = computed.writes
+        let newRoot = computed.root
+        if !writes.isEmpty { namespace.commit(writes, newRoot: newRoot, mutations: computed.mutations) }
+        let changed = computed.changed
         let pendingETag = newRoot.node(at: PublishLayout.pendingContent).etag
         let action = write.action
         let now = write.now
@@ -182,6 +190,15 @@ extension RESTHandler {
             throw RESTError(400, "Invalid attendee directory: \(message)")
         }
     }
+}
+
+/// An admin write as computed off the loop: the writes, the tree after them and their store mutations.
+struct ComputedAdminWrite {
+    var writes: [(path: Path, node: Node)]
+    var root: Node
+    var mutations: [StoreMutation]
+    /// The reply's `changedLocations`.
+    var changed: JSONValue
 }
 
 /// An admin write waiting for its computation: what the commit and the reply need.

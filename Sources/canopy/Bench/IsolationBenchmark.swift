@@ -4,7 +4,8 @@
 // namespace B with a small one, and restarts the daemon so that A must be loaded again. One client then reads a
 // small path of B in a loop while (1) nothing else happens (baseline), (2) a request for A makes the daemon load
 // A's tree, and (3) a publish of a generated event (`--items`, `--attendees`, as `bench publish`) is computed and
-// committed on A. Each phase prints B's read latencies (p50, p99, max) and the phase's own duration. `--server`
+// committed on A. Each phase prints the latencies of B's reads that were due during it (one is due every
+// millisecond, and a read's latency counts from when it was due) as p50, p99 and max, and the phase's duration. `--server`
 // runs another `canopy` binary, to compare builds on the same machine.
 
 import CanopyCore
@@ -38,7 +39,11 @@ struct IsolationBenchmark {
         var server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
         let fillStart = benchNow()
         try Self.fill(server, megabytes: megabytes)
-        try server.request("PUT", "/room/title.json?print=silent&ns=b", body: "hello")
+        let b = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
+        let admin = [("Authorization", "Bearer \(server.adminCredential)")]
+        guard try b.request("PUT", "/room/title.json?ns=b", headers: admin, body: Array(#""hello""#.utf8)).status == 200
+        else { throw CommandFailure("could not write namespace b") }
+        b.close()
         let event = PublishBenchEvent(shape: shape, seed: 2026)
         try server.put(PublishLayout.pendingContent, event.pendingContent(revision: 0))
         print("filled A in \(Int(PublishBenchmark.milliseconds(benchNow() - fillStart))) ms; restarting the daemon")
@@ -46,25 +51,37 @@ struct IsolationBenchmark {
         server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
         defer { server.stop() }
         // B is opened before the phases (its own first load is not what is measured).
-        try server.request("GET", "/room/title.json?ns=b")
+        let opened = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
+        guard try opened.request("GET", "/room/title.json?ns=b", headers: admin).text == #""hello""# else {
+            throw CommandFailure("namespace b does not hold its value")
+        }
+        opened.close()
 
         let reader = BReader(port: server.port, credential: server.adminCredential)
         reader.start()
         defer { reader.stop() }
+        Thread.sleep(forTimeInterval: 0.2)
+        let baselineStart = benchNow()
         Thread.sleep(forTimeInterval: 1)
-        print(Self.row("baseline (1 s)", reader.take(), phaseMilliseconds: 1000))
+        print(Self.row("baseline (1 s)", reader.samples(dueFrom: baselineStart, to: benchNow()), phaseMilliseconds: 1000))
 
         let loadStart = benchNow()
         try server.request("GET", "/bulk/c0/k0.json")
-        let loaded = PublishBenchmark.milliseconds(benchNow() - loadStart)
-        print(Self.row("while A (\(megabytes) MB) opens", reader.take(), phaseMilliseconds: loaded))
+        let loadEnd = benchNow()
+        Thread.sleep(forTimeInterval: 0.5)  // the reads that were due during the phase complete
+        print(
+            Self.row(
+                "while A (\(megabytes) MB) opens", reader.samples(dueFrom: loadStart, to: loadEnd),
+                phaseMilliseconds: PublishBenchmark.milliseconds(loadEnd - loadStart)))
 
-        Thread.sleep(forTimeInterval: 0.5)
-        _ = reader.take()
         let publishStart = benchNow()
         try server.request("POST", "/.canopy/publish")
-        let published = PublishBenchmark.milliseconds(benchNow() - publishStart)
-        print(Self.row("while A publishes", reader.take(), phaseMilliseconds: published))
+        let publishEnd = benchNow()
+        Thread.sleep(forTimeInterval: 0.5)
+        print(
+            Self.row(
+                "while A publishes", reader.samples(dueFrom: publishStart, to: publishEnd),
+                phaseMilliseconds: PublishBenchmark.milliseconds(publishEnd - publishStart)))
     }
 
     /// Writes about `megabytes` of small leaves into A, a megabyte per PATCH.
@@ -90,11 +107,15 @@ struct IsolationBenchmark {
     }
 }
 
-/// One client reading a small path of namespace B back to back, on its own thread.
+/// One client reading a small path of namespace B on its own thread, one read due every `interval`.
+///
+/// A read's latency counts from when it was due, not from when it was sent: a stall of the daemon then shows in
+/// every read it delayed (no coordinated omission), not just in the one read that was waiting.
 private final class BReader: Sendable {
     private let port: Int
     private let credential: String
-    private let samples = Mutex<[Double]>([])
+    /// (when the read was due, its latency in ms), in order.
+    private let recorded = Mutex<[(due: UInt64, milliseconds: Double)]>([])
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
 
@@ -107,25 +128,28 @@ private final class BReader: Sendable {
         Thread { [self] in
             let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 300)
             let headers = [("Authorization", "Bearer \(credential)")]
+            let interval: UInt64 = 1_000_000
+            var due = benchNow()
             while running.load(ordering: .relaxed) {
-                let start = benchNow()
-                guard (try? client.request("GET", "/room/title.json?ns=b", headers: headers))?.status == 200 else {
+                let now = benchNow()
+                if now < due { usleep(UInt32((due - now) / 1000)) }
+                guard let response = try? client.request("GET", "/room/title.json?ns=b", headers: headers),
+                    response.status == 200, response.text == #""hello""#
+                else {
                     break
                 }
-                let elapsed = PublishBenchmark.milliseconds(benchNow() - start)
-                samples.withLock { $0.append(elapsed) }
+                let elapsed = PublishBenchmark.milliseconds(benchNow() - due)
+                recorded.withLock { [due] in $0.append((due, elapsed)) }
+                due += interval
             }
             client.close()
             finished.signal()
         }.start()
     }
 
-    /// The latencies (ms) recorded since the last call.
-    func take() -> [Double] {
-        samples.withLock { samples in
-            defer { samples = [] }
-            return samples
-        }
+    /// The latencies (ms) of the reads that were due between `start` and `end` (and have completed).
+    func samples(dueFrom start: UInt64, to end: UInt64) -> [Double] {
+        recorded.withLock { $0.filter { $0.due >= start && $0.due <= end }.map(\.milliseconds) }
     }
 
     func stop() {
