@@ -26,7 +26,7 @@ public final class NamespaceRegistry {
     /// The store threads every namespace of this daemon shares.
     let pool: StorePool
     /// The thread that computes publishes (CPU work that must not stall the loop, nor take a store thread).
-    let computePool = StorePool(threads: 1, name: "canopy.compute")
+    let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: 10)
     /// Namespaces whose tree is being loaded, with the requests waiting for it.
     var loading: [String: Loading] = [:]
     /// Namespaces whose file is being closed; a request for one waits (in `loading`) until it is closed.

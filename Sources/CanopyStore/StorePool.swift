@@ -41,12 +41,15 @@ public final class StorePool: Sendable {
     ///   - threads: at least 1. A daemon uses `--store-threads` (default 4): with fewer than 2, a store's WAL
     ///     sync and its next commit no longer overlap.
     ///   - name: the threads' name (shown by `top -H`, `/proc/PID/task/*/comm`).
-    public init(threads: Int, name: String = "canopy.store") {
+    ///   - niceness: added to the threads' nice value (Linux schedules threads alone): a pool of long CPU-bound
+    ///     jobs (publish computations) yields the cores to the event loop.
+    public init(threads: Int, name: String = "canopy.store", niceness: Int32 = 0) {
         threadCount = max(1, threads)
         state.withLock { $0.liveThreads = threadCount }
         for _ in 0..<threadCount {
             let thread = Thread { [self] in
                 members.withLock { _ = $0.insert(UInt(pthread_self())) }
+                if niceness != 0 { Self.renice(by: niceness) }
                 work()
             }
             thread.name = name
@@ -85,6 +88,17 @@ public final class StorePool: Sendable {
             return state.idleThreads
         }
         for _ in 0..<waiting { wakeup.signal() }
+    }
+
+    /// Raises the calling thread's nice value (its kernel thread ID read from /proc/thread-self, as Glibc's
+    /// `gettid` is not visible to Swift here).
+    private static func renice(by niceness: Int32) {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard count > 0 else { return }
+        let link = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let tid = link.split(separator: "/").last.flatMap({ id_t($0) }) else { return }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), tid, niceness)
     }
 
     private func work() {
