@@ -8,6 +8,7 @@
 // after `namespaceIdleMilliseconds` without use. Closing drops the tree at once and closes the file on a store
 // thread; a request that arrives meanwhile waits (like one for a namespace that is loading) and opens it again.
 
+import CCanopyLinux
 import CanopyCore
 import CanopyNet
 import CanopyStore
@@ -34,10 +35,19 @@ extension NamespaceRegistry {
     func closeIdle() {
         let now = monotonicNanoseconds() / 1_000_000
         let limit = UInt64(max(0, configuration.namespaceIdleMilliseconds))
+        let before = closing.count
         for name in closableNames() where now &- (open[name]?.lastUsed ?? now) >= limit {
             close(name)
         }
         closeIdleOverBudget()
+        if closing.count > before { returnFreedMemory() }
+    }
+
+    /// Gives the memory of the trees just dropped back to the system (glibc keeps freed memory in its arenas:
+    /// without this, RSS stays at its high-water mark after idle namespaces close). On a store thread: trimming
+    /// walks the heap.
+    private func returnFreedMemory() {
+        pool.run { _ = malloc_trim(0) }
     }
 
     /// While the open namespaces with a file exceed the count or memory budget, closes idle ones, least recently

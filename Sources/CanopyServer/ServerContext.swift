@@ -56,14 +56,14 @@ final class ServerContext {
     /// loaded on a store thread (every other namespace is served meanwhile). A load that fails or takes too long
     /// answers the request itself: 503 (or 500 when the file cannot be opened) with `{"error": ...}`.
     func whenNamespaceReady(for request: HTTPRequest, _ responder: HTTPResponder, _ body: @escaping () -> Void) {
-        var params: [String: String] = [:]
-        for item in request.query where params[item.name] == nil { params[item.name] = item.value }
-        guard let name = try? namespaceName(request, params: params), DataDirectory.isValidNamespace(name),
-            registry.mustWait(for: name)
+        // Handlers read parameters first-wins (long polling) or last-wins (REST): every `ns` given is made ready.
+        var names: [String] = request.query.filter { $0.name == "ns" && !$0.value.isEmpty }.map(\.value)
+        if names.isEmpty, let name = try? namespaceName(request, params: [:]) { names = [name] }
+        guard let name = names.first(where: { DataDirectory.isValidNamespace($0) && registry.mustWait(for: $0) })
         else { return body() }
-        registry.whenOpen(name, create: false) { result in
+        registry.whenOpen(name, create: false) { [weak self] result in
             switch result {
-            case .success: body()
+            case .success: self?.whenNamespaceReady(for: request, responder, body)
             case .failure(let error as NamespaceUnavailable):
                 responder.respond(.error(RESTError(error.isTransient ? 503 : 500, error.userMessage)))
             case .failure(let error):

@@ -68,8 +68,10 @@ struct NamespacesBenchmark {
             print(Self.row("after \(idleSeconds) s idle", pid: server.processID))
         }
         // One of them again: reopened on demand with its data.
-        let check = try server.request("GET", "/data/n1.json?ns=n\(count / 2)")
-        print("namespace n\(count / 2) read back: \(check.text)")
+        let client = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
+        let check = try client.request("GET", "/data/n1.json?ns=n\(count / 2)", headers: headers)
+        client.close()
+        print("namespace n\(count / 2) read back: \(check.status) \(check.text)")
         print(Self.row("after reading it", pid: server.processID))
     }
 
