@@ -17,9 +17,10 @@ extension NamespaceRegistry {
     /// Marks `namespace` as used now.
     func touch(_ namespace: Namespace) {
         namespace.lastUsed = monotonicNanoseconds() / 1_000_000
+        armIdleTimer()
     }
 
-    /// Arms the idle sweep while namespaces with a file are open.
+    /// Arms the idle sweep while namespaces are open (one without a file now may have one at the next sweep).
     func armIdleTimer() {
         guard idleTimer == nil else { return }
         let period = max(10, min(configuration.namespaceIdleMilliseconds / 4, 10_000))
@@ -27,7 +28,7 @@ extension NamespaceRegistry {
             guard let self else { return }
             self.idleTimer = nil
             self.closeIdle()
-            if self.open.values.contains(where: \.hasFile) { self.armIdleTimer() }
+            if !self.open.isEmpty { self.armIdleTimer() }
         }
     }
 

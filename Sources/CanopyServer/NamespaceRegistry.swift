@@ -219,7 +219,6 @@ public final class NamespaceRegistry {
         touch(namespace)
         logger.info("ns.open", ["ns": namespace.name])
         onOpen?(namespace)
-        armIdleTimer()
     }
 
     /// The policy of namespaces that have no rules of their own (and of reads of namespaces with no data).
