@@ -81,7 +81,8 @@ public final class NamespaceRegistry {
         }
         if !create && !fileExists(rulesFile(for: name)) { return nil }
         if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
-        let namespace = makeNamespace(name, store: nil, root: .empty, bytes: 0, rules: try? readTextFile(rulesFile(for: name)))
+        let rules = try? readTextFile(rulesFile(for: name))
+        let namespace = makeNamespace(name, store: nil, root: .empty, bytes: 0, rules: rules)
         register(namespace)
         return namespace
     }
@@ -164,7 +165,8 @@ public final class NamespaceRegistry {
         let outcome: Result<Namespace, NamespaceUnavailable>
         switch result {
         case .success(let tree):
-            let namespace = makeNamespace(name, store: tree.store, root: tree.root, bytes: tree.bytes, rules: tree.rules)
+            let namespace = makeNamespace(
+                name, store: tree.store, root: tree.root, bytes: tree.bytes, rules: tree.rules)
             register(namespace)
             outcome = .success(namespace)
         case .failure(let error):

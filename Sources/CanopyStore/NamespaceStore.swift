@@ -244,7 +244,9 @@ final class WriterState: @unchecked Sendable {
         try NamespaceStore.createPrivateFile(at: path)
         let opened = try StoreWriter(path: path, options: options)
         writer = opened
-        syncer = opened.syncsAfterCommit ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, pool: pool) : nil
+        syncer =
+            opened.syncsAfterCommit
+            ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, pool: pool) : nil
     }
 
     /// Checkpoints and closes the connection (after the syncer drained).

@@ -112,7 +112,8 @@ private final class LoadGate: Sendable {
     func aFileThatCannotBeOpenedAnswersWithAnErrorNotAHang() throws {
         try withServer { server in
             let garbage = Array(repeating: UInt8(ascii: "x"), count: 8192)
-            #expect(FileManager.default.createFile(atPath: server.dataDirectory + "/broken.sqlite", contents: Data(garbage)))
+            let file = server.dataDirectory + "/broken.sqlite"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(garbage)))
             let admin = adminHeader(server)
             let response = try server.client().json("GET", "/v.json?ns=broken", headers: admin)
             #expect(response.status == 500)

@@ -61,11 +61,15 @@ extension RESTHandler {
             }
             let feed = PublishEngine.feed(root: root, attendee: attendee, pending: pending)
             let items = JSONValue.array(feed.map { ["key": .string($0.key), "item": $0.item.json()] })
-            namespace.whenDurable { _ in responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items])) }
+            namespace.whenDurable { _ in
+                responder.respond(.json(200, ["attendee": .string(attendeeID), "feed": items]))
+            }
             return
         case ("POST", "publish"):
             if let key = params["item"] {
-                compute = { root in try PublishEngine.publishItemWrites(root: root, key: key, now: now, publisher: uid) }
+                compute = { root in
+                    try PublishEngine.publishItemWrites(root: root, key: key, now: now, publisher: uid)
+                }
             } else {
                 compute = { root in try PublishEngine.publishWrites(root: root, now: now, publisher: uid) }
             }
@@ -126,7 +130,8 @@ extension RESTHandler {
         let responder = write.responder
         guard namespace.version == version else {
             guard attempt < Self.adminWriteAttempts else {
-                responder.respond(.error(RESTError(409, "The event kept changing during the \(write.action); try again.")))
+                let message = "The event kept changing during the \(write.action); try again."
+                responder.respond(.error(RESTError(409, message)))
                 return
             }
             computeOffLoop(write, attempt: attempt + 1)
@@ -202,25 +207,13 @@ struct ComputedAdminWrite {
 }
 
 /// An admin write waiting for its computation: what the commit and the reply need.
-final class AdminWrite {
+struct AdminWrite {
     let action: String
     let ifMatch: String?
     let now: Int64
     let compute: @Sendable (Node) throws -> [(path: Path, node: Node)]
     let namespace: Namespace
     let responder: HTTPResponder
-
-    init(
-        action: String, ifMatch: String?, now: Int64, compute: @escaping @Sendable (Node) throws -> [(path: Path, node: Node)],
-        namespace: Namespace, responder: HTTPResponder
-    ) {
-        self.action = action
-        self.ifMatch = ifMatch
-        self.now = now
-        self.compute = compute
-        self.namespace = namespace
-        self.responder = responder
-    }
 }
 
 extension Identity {

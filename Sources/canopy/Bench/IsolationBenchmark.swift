@@ -5,8 +5,8 @@
 // small path of B in a loop while (1) nothing else happens (baseline), (2) a request for A makes the daemon load
 // A's tree, and (3) a publish of a generated event (`--items`, `--attendees`, as `bench publish`) is computed and
 // committed on A. Each phase prints the latencies of B's reads that were due during it (one is due every
-// millisecond, and a read's latency counts from when it was due) as p50, p99 and max, and the phase's duration. `--server`
-// runs another `canopy` binary, to compare builds on the same machine.
+// millisecond, and a read's latency counts from when it was due) as p50, p99 and max, and the phase's duration.
+// `--server` runs another `canopy` binary, to compare builds on the same machine.
 
 import CanopyCore
 import CanopyNet
@@ -35,7 +35,9 @@ struct IsolationBenchmark {
     func run() throws {
         let data = NSTemporaryDirectory() + "canopy-bench-isolation-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        print("canopy bench isolation: A holds ~\(megabytes) MB of JSON; publish \(shape.items) items x \(shape.attendees) attendees")
+        print(
+            "canopy bench isolation: A holds ~\(megabytes) MB of JSON; "
+                + "publish \(shape.items) items x \(shape.attendees) attendees")
         var server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
         let fillStart = benchNow()
         try Self.fill(server, megabytes: megabytes)
@@ -63,7 +65,8 @@ struct IsolationBenchmark {
         Thread.sleep(forTimeInterval: 0.2)
         let baselineStart = benchNow()
         Thread.sleep(forTimeInterval: 1)
-        print(Self.row("baseline (1 s)", reader.samples(dueFrom: baselineStart, to: benchNow()), phaseMilliseconds: 1000))
+        let baseline = reader.samples(dueFrom: baselineStart, to: benchNow())
+        print(Self.row("baseline (1 s)", baseline, phaseMilliseconds: 1000))
 
         let loadStart = benchNow()
         try server.request("GET", "/bulk/c0/k0.json")

@@ -35,7 +35,8 @@ struct NamespacesBenchmark {
     func run() throws {
         let server = try PublishBenchServer(namespace: "n0", binary: binary, arguments: serveOptions)
         defer { server.stop() }
-        print("canopy bench namespaces: \(count) namespaces x \(nodes) leaves; serve \(serveOptions.joined(separator: " "))")
+        let options = serveOptions.joined(separator: " ")
+        print("canopy bench namespaces: \(count) namespaces x \(nodes) leaves; serve \(options)")
         print(Self.row("daemon started", pid: server.processID))
         let start = benchNow()
         let next = Atomic<Int>(0)
@@ -61,7 +62,8 @@ struct NamespacesBenchmark {
         }
         done.wait()
         let seconds = Double(benchNow() - start) / 1e9
-        print(String(format: "created %d namespaces in %.1f s (%d failed)", count, seconds, failures.load(ordering: .relaxed)))
+        let failed = failures.load(ordering: .relaxed)
+        print(String(format: "created %d namespaces in %.1f s (%d failed)", count, seconds, failed))
         print(Self.row("after creating", pid: server.processID))
         if idleSeconds > 0 {
             Thread.sleep(forTimeInterval: Double(idleSeconds))
@@ -83,6 +85,7 @@ struct NamespacesBenchmark {
             } ?? "?"
         }
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-        return "\(name.padding(toLength: 22, withPad: " ", startingAt: 0)) threads \(field("Threads"))   RSS \(field("VmRSS"))   open fds \(descriptors)"
+        let label = name.padding(toLength: 22, withPad: " ", startingAt: 0)
+        return "\(label) threads \(field("Threads"))   RSS \(field("VmRSS"))   open fds \(descriptors)"
     }
 }

@@ -32,7 +32,8 @@ final class PublishBenchServer {
         self.namespace = namespace
         removesData = dataDirectory == nil
         self.dataDirectory =
-            dataDirectory ?? NSTemporaryDirectory() + "canopy-bench-publish-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            dataDirectory
+            ?? NSTemporaryDirectory() + "canopy-bench-publish-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let dataDirectory = self.dataDirectory
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         process = Process()

@@ -42,8 +42,8 @@ struct BenchCommand: Command {
     var namespaces: NamespacesBenchmark?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        guard let kind = arguments.nextPositional(), ["write", "rules", "fanout", "publish", "isolation", "namespaces"].contains(kind)
-        else {
+        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces"]
+        guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
             throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces'")
         }
         self.kind = kind
