@@ -6,7 +6,7 @@ extension WriteError {
         switch self {
         case .permissionDenied: "permission_denied"
         case .conditionFailed: "datastale"
-        case .invalidData, .publish, .storageFailed: "failure"
+        case .invalidData, .publish, .storageFailed, .conflict: "failure"
         }
     }
 
