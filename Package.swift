@@ -39,7 +39,7 @@ let package = Package(
         library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
         library(
             "CanopyServer",
-            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish"]
+            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux"]
         ),
         .target(
             name: "CanopyClient",

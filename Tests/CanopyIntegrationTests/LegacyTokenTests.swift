@@ -51,3 +51,44 @@ func legacyToken(_ claims: JSONValue, secret: String) -> String {
         }
     }
 }
+
+/// A signed token without `exp` would never expire: refused unless `--allow-tokens-without-exp`.
+@Suite struct TokenWithoutExpiryTests {
+    @Test func aSignedTokenWithoutExpIsRefusedUnlessAllowed() throws {
+        for allowed in [false, true] {
+            try withServer(configure: { $0.allowTokensWithoutExpiry = allowed }) { (server: InProcessServer) throws in
+                let c = server.client()
+                let admin = [("Authorization", "Bearer \(server.admin)")]
+                #expect(try c.json("PUT", "/.settings/rules.json?ns=noexp", #"{"rules":{".read":"auth != null"}}"#, headers: admin).status == 200)
+                let now = Int64(Date().timeIntervalSince1970)
+                let forever = legacyToken(["uid": "u1", "iat": .int(now)], secret: server.daemon.credentials.databaseSecret)
+                let rest = try c.json("GET", "/.json?ns=noexp&auth=\(forever)")
+                #expect(rest.status == (allowed ? 200 : 401), "allowed: \(allowed)")
+                let wire = WireProtocolTests()
+                let socket = try wire.connect(server, "noexp")
+                let status = socket.reply(socket.request("auth", ["cred": .string(forever)]))?["d"]?["b"]?["s"]
+                #expect(status == (allowed ? "ok" : "invalid_token"))
+                // With an exp, always accepted.
+                let bounded = legacyToken(["uid": "u1", "iat": .int(now), "exp": .int(now + 600)], secret: server.daemon.credentials.databaseSecret)
+                #expect(try c.json("GET", "/.json?ns=noexp&auth=\(bounded)").status == 200)
+            }
+        }
+    }
+
+    @Test func anAdminTokenNamesItsEventOrSaysAllEvents() throws {
+        let dir = makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bare = try runCanopy(["token", "mint", "--admin", "--data", dir])
+        #expect(bare.status == 64)
+        #expect(bare.stderr.contains("--all-events"))
+        let claimed = try runCanopy(["token", "mint", "--claims", #"{"admin":true}"#, "--data", dir])
+        #expect(claimed.status == 64)
+        let scoped = try runCanopy(["token", "mint", "--admin", "--ns", "e1", "--data", dir])
+        #expect(scoped.status == 0)
+        #expect(try UnverifiedClaims.of(scoped.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["ns"] == "e1")
+        let every = try runCanopy(["token", "mint", "--admin", "--all-events", "--data", dir])
+        #expect(every.status == 0)
+        #expect(try UnverifiedClaims.of(every.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["ns"] == nil)
+        #expect(try runCanopy(["token", "mint", "--admin", "--all-events", "--ns", "e1", "--data", dir]).status == 64)
+    }
+}

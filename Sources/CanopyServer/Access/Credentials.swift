@@ -23,6 +23,8 @@ public final class Credentials: Sendable {
     let mockTokenReader: TokenVerifier?
     let emulator: Bool
     let clock: any WallClock
+    /// `--allow-tokens-without-exp`.
+    let allowsTokensWithoutExpiry: Bool
 
     /// The database secret of Firebase's legacy tokens (the base64url text of the HS256 signing secret): older
     /// server libraries sign with it (`canopy token secret` prints it).
@@ -46,6 +48,7 @@ public final class Credentials: Sendable {
         }
         emulator = configuration.emulator
         clock = configuration.clock
+        allowsTokensWithoutExpiry = configuration.allowTokensWithoutExpiry
         verifier = TokenVerifier(keys: keys, clock: configuration.clock, allowUnsigned: configuration.emulator)
         mockTokenReader =
             configuration.emulator ? TokenVerifier(keys: [], clock: EpochClock(), allowUnsigned: true) : nil
@@ -115,6 +118,12 @@ public final class Credentials: Sendable {
             throw CredentialError(message: "This token is not valid for namespace '\(namespace)'.")
         }
         if token.isLegacy { return try legacyIdentity(token) }
+        // A signed token without `exp` would never expire: refused unless the operator allows it. (Unsigned
+        // emulator tokens are the emulator's business.)
+        if token.expiresAt == nil, token.algorithm != nil, !allowsTokensWithoutExpiry {
+            throw CredentialError(
+                message: "Could not parse auth token: the token has no 'exp' claim (see --allow-tokens-without-exp).")
+        }
         return .user(auth: token.rulesAuth, expiresAt: token.expiresAt)
     }
 

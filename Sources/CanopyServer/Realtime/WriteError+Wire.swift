@@ -8,7 +8,7 @@ extension WriteError {
         switch self {
         case .permissionDenied: Wire.Status.permissionDenied
         case .conditionFailed: Wire.Status.dataStale
-        case .invalidData, .publish, .storageFailed: Wire.Status.failure
+        case .invalidData, .publish, .storageFailed, .conflict: Wire.Status.failure
         }
     }
 

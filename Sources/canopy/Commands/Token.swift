@@ -14,11 +14,12 @@ struct TokenCommand: Command {
         canopy token secret [--data <dir>]
           prints the database secret for clients that sign Firebase legacy tokens themselves (such as
           FirebaseAuthentication in PyPI's firebase 4.0.1): keep it as secret as the admin credential
-        canopy token mint [--claims <json>] [--uid <id>] [--admin] [--attendee <id> --directory <file>]
+        canopy token mint [--claims <json>] [--uid <id>] [--admin [--all-events]] [--attendee <id> --directory <file>]
                           [--ns <namespace>] [--ttl <duration>] [--data <dir>]
           --claims     JSON object of claims (userId, tierId, groups, ns, admin, ...)
           --uid        the token's uid (defaults to userId, or 'admin' with --admin)
-          --admin      an admin token: claim admin = true
+          --admin      an admin token: claim admin = true; needs --ns (one event) or --all-events
+          --all-events with --admin: an admin token valid on every event of this daemon
           --attendee   fill userId, tierId and groups from the attendee directory (--directory)
           --ns         limit the token to this namespace (claim ns)
           --ttl        lifetime: 30m, 8h, 2d, or seconds (default 1h); expiry no later than year 9999
@@ -30,6 +31,7 @@ struct TokenCommand: Command {
     var claims: [JSONMember] = []
     var uid: String?
     var admin = false
+    var allEvents = false
     var attendee: String?
     var directory: String?
     var namespace: String?
@@ -61,6 +63,7 @@ struct TokenCommand: Command {
                 claims = members
             case "--uid": uid = try arguments.value(for: option)
             case "--admin": admin = true
+            case "--all-events": allEvents = true
             case "--attendee": attendee = try arguments.value(for: option)
             case "--directory": directory = try arguments.value(for: option)
             case "--ns": namespace = try arguments.value(for: option)
@@ -75,6 +78,16 @@ struct TokenCommand: Command {
             }
         }
         if attendee != nil && directory == nil { throw .missingOption("--directory") }
+        // An admin token without `ns` is an administrator of every event: never by omission.
+        let claimsAdmin = claims.contains { $0.key == "admin" && $0.value == true }
+        let claimsNamespace = claims.contains { $0.key == "ns" }
+        if (admin || claimsAdmin) && namespace == nil && !claimsNamespace && !allEvents {
+            throw UsageError(
+                message: "an admin token needs --ns <event>, or --all-events for an administrator of every event")
+        }
+        if allEvents && (namespace != nil || claimsNamespace) {
+            throw UsageError(message: "--all-events and --ns (or an ns claim) contradict each other")
+        }
     }
 
     func run() throws {
