@@ -32,14 +32,14 @@ let package = Package(
 
         // OpenSSL only on Linux: Apple platforms hash with CommonCrypto, so the client library needs no OpenSSL.
         library("CanopyCore", [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
-        library("CanopyNet", ["CanopyCore", "CCanopyLinux", "CCrypto"]),
+        library("CanopyNet", ["CanopyCore", "CCanopyLinux"]),
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
         library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
         library(
             "CanopyServer",
-            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish"]
+            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux"]
         ),
         .target(
             name: "CanopyClient",
@@ -64,7 +64,7 @@ let package = Package(
             swiftSettings: settings),
 
         tests("CanopyCoreTests", ["CanopyCore"]),
-        tests("CanopyNetTests", ["CanopyNet"]),
+        tests("CanopyNetTests", ["CanopyNet", "CanopyCore"]),
         tests("CanopyStoreTests", ["CanopyStore"]),
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),

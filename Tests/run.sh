@@ -19,6 +19,28 @@ echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build -Xswiftc -warnings-as-errors >/dev/null
 
+echo "== docc (the catalog's links and the code's citations of it)"
+# Sources/CanopyServer/CanopyServer.docc links its articles to each other's sections, and code comments cite them
+# as `Protocol.md#Hashes`. A copy of the catalog gets one more page linking every cited section; docc then fails on
+# any link (or citation) that names a missing article or section.
+docc_bin=$(command -v docc || true)
+if [ -z "$docc_bin" ] && [ -n "$(command -v swift)" ]; then
+    docc_bin="$(dirname "$(readlink -f "$(command -v swift)")")/docc"
+fi
+if [ -x "$docc_bin" ]; then
+    rm -rf .build/docc-check && mkdir -p .build/docc-check
+    cp -R Sources/CanopyServer/CanopyServer.docc .build/docc-check/Check.docc
+    {
+        printf '# Citations\n\nSections cited by code comments.\n\n'
+        grep -rhoE '\b(Architecture|Protocol|Rules)\.md#[A-Za-z0-9-]+' Sources Tests | sort -u \
+            | sed -E 's/^([A-Za-z]+)\.md#(.*)$/- <doc:\1#\2>/'
+    } >.build/docc-check/Check.docc/Citations.md
+    "$docc_bin" convert .build/docc-check/Check.docc --output-path .build/docc-check/out --warnings-as-errors \
+        >.build/docc.log 2>&1 || { cat .build/docc.log; echo "run.sh: broken DocC link or citation"; exit 1; }
+else
+    echo "run.sh: docc not found next to swift; catalog not checked"
+fi
+
 echo "== swift test"
 # The whole log goes to .build/swift-test.log; the console gets its summary lines and every failure, never cut off.
 CANOPY_BIN="$PWD/.build/debug/canopy" swift test --parallel > .build/swift-test.log 2>&1 || true

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <pthread.h>
 #include <string.h>
+#include <malloc.h>
 
 static inline int ccanopy_errno(void) { return errno; }
 // accept4 is only declared under _GNU_SOURCE, which the Swift Glibc module does not define.

@@ -26,7 +26,7 @@ public enum ClientError: CanopyError, Equatable {
 
     public var code: String {
         switch self {
-        case .permissionDenied: "permission_denied"
+        case .permissionDenied: Wire.Status.permissionDenied
         case .rejected(_, let status, _): status
         case .invalidData: "invalid_data"
         case .disconnected: "disconnected"
@@ -54,7 +54,7 @@ public enum ClientError: CanopyError, Equatable {
 
     /// The error for a non-`ok` server status on an operation at `path`.
     static func from(status: String, message: String, path: Path) -> ClientError {
-        status == "permission_denied"
+        status == Wire.Status.permissionDenied
             ? .permissionDenied(path: path.description) : .rejected(path: path.description, status: status, message: message)
     }
 }

@@ -13,18 +13,19 @@ public struct OnDisconnect: Sendable {
     var core: SyncCore { database.core }
 
     /// Sets the value here when the connection ends.
-    public func setValue(_ value: JSONValue) async throws { try await run("o", value) }
+    public func setValue(_ value: JSONValue) async throws { try await run(Wire.Action.onDisconnectPut, value) }
 
     /// Sets several relative paths here when the connection ends.
     public func updateChildValues(_ values: [String: JSONValue]) async throws {
-        try await run("om", .object(values.sorted { $0.key < $1.key }.map { JSONMember($0.key, $0.value) }))
+        let members = values.sorted { $0.key < $1.key }.map { JSONMember($0.key, $0.value) }
+        try await run(Wire.Action.onDisconnectMerge, .object(members))
     }
 
     /// Deletes the value here when the connection ends.
-    public func removeValue() async throws { try await run("o", .null) }
+    public func removeValue() async throws { try await run(Wire.Action.onDisconnectPut, .null) }
 
     /// Cancels the operations registered here and below.
-    public func cancel() async throws { try await run("oc", .null) }
+    public func cancel() async throws { try await run(Wire.Action.onDisconnectCancel, .null) }
 
     private func run(_ action: String, _ data: JSONValue) async throws {
         let error = await withCheckedContinuation { (continuation: CheckedContinuation<ClientError?, Never>) in

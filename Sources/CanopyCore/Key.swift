@@ -1,10 +1,11 @@
 // Key -- Firebase key validation and key ordering (`nameCompare`).
 //
-// Validity (firebase-protocol.md §1.2): a key is a non-empty string of at most 768 UTF-8 bytes that contains none
+// Validity (Protocol.md#Keys-and-paths): a key is a non-empty string of at most 768 UTF-8 bytes that contains none
 // of `. $ # [ ] /` and no ASCII control character (U+0000–U+001F, U+007F).
 //
-// Ordering (§1.6): keys that look like 32-bit integers (`^-?0*\d{1,10}$` and within Int32) sort first,
-// numerically, numeric ties broken by length (shorter first); every other key follows in UTF-16 code-unit order.
+// Ordering (Protocol.md#Key-ordering): keys that look like 32-bit integers (`^-?0*\d{1,10}$` and within Int32)
+// sort first, numerically, numeric ties broken by length (shorter first); every other key follows in UTF-16
+// code-unit order.
 // Two distinct integer-like keys can tie on both value and length (`"-0"` and `"00"`); the JavaScript SDK calls
 // them equal, which would merge distinct keys, so Canopy breaks that last tie by code-unit order. The result is a
 // total order in which only byte-identical keys compare equal.

@@ -1,4 +1,4 @@
-// Node+Hash -- the Firebase wire hash (firebase-protocol.md §3.10) and the REST ETag built on it.
+// Node+Hash -- the Firebase wire hash (Protocol.md#Hashes) and the REST ETag built on it.
 //
 // Recipe (must match the clients bit for bit):
 //   - empty node → "" (not hashed);

@@ -1,6 +1,6 @@
 // Node+JSON -- converting between JSON values and nodes, in plain and export form.
 //
-// Input (`from(json:at:)`) accepts both forms (firebase-protocol.md §1.3–1.5, §2.5):
+// Input (`from(json:at:)`) accepts both forms (Protocol.md#Arrays, Protocol.md#Export-format):
 //   - `null`, `{}`, `[]` and objects whose members are all empty → the empty node;
 //   - arrays → children "0", "1", … (null elements dropped);
 //   - `{".value": v, ".priority": p}` → leaf v with priority p; `".priority"` next to children → the node's
@@ -228,7 +228,7 @@ extension Node {
         return .object(entries.map { JSONMember($0.key, .bool(true)) })
     }
 
-    /// The array length when the plain form should be an array (§1.3), else nil.
+    /// The array length when the plain form should be an array (Protocol.md#Arrays), else nil.
     private func arrayLength() -> Int? {
         var maxKey = -1
         for entry in entries {

@@ -1,4 +1,4 @@
-// Node+Ordering -- Firebase value ordering (firebase-protocol.md §1.7), used by indexes, queries and hashing.
+// Node+Ordering -- Firebase value ordering (Protocol.md#Value-ordering), used by indexes, queries and hashing.
 //
 // Index values compare as: empty (null) first; then leaves ranked by type, booleans (false < true) before numbers
 // (numerically, integers and doubles mixed exactly) before strings (UTF-16 code-unit order); internal nodes last,

@@ -1,4 +1,4 @@
-// QuerySpec+Evaluate -- running a query over a node's children (firebase-protocol.md §3.9, steps 1–4).
+// QuerySpec+Evaluate -- running a query over a node's children (Protocol.md#Query-objects, "Evaluation").
 //
 // 1. Each child gets an index value: its priority (priority index), itself (value index), the node at the
 //    child path (child index); the key index orders by key alone.

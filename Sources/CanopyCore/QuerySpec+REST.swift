@@ -1,4 +1,4 @@
-// QuerySpec+REST -- reading a query from REST parameters (firebase-protocol.md §2.4).
+// QuerySpec+REST -- reading a query from REST parameters (Protocol.md#REST-queries).
 //
 // Parameters (values already percent-decoded once):
 //   orderBy        JSON string: "$key", "$value", "$priority" or a child path ("a/b"). Required by the others.

@@ -1,4 +1,4 @@
-// QuerySpec+Wire -- the WebSocket query object `q` (firebase-protocol.md §3.9).
+// QuerySpec+Wire -- the WebSocket query object `q` (Protocol.md#Query-objects).
 //
 // Fields (any order; unknown fields ignored):
 //   i    index: ".value", ".key", ".priority" or a child path ("a/b"); absent = priority

@@ -1,4 +1,4 @@
-// QuerySpec -- an ordered, optionally ranged and limited view of a node's children (firebase-protocol.md §3.9).
+// QuerySpec -- an ordered, optionally ranged and limited view of a node's children (Protocol.md#Query-objects).
 //
 // A query orders the children of one location by an index (priority, key, value, or a child path), keeps the
 // children between a start and an end bound, then keeps the first or last n of those. Bounds are "posts":

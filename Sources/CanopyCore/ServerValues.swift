@@ -1,4 +1,4 @@
-// ServerValues -- resolving `{".sv": …}` placeholders in written data (firebase-protocol.md §2.10).
+// ServerValues -- resolving `{".sv": …}` placeholders in written data (Protocol.md#Server-values).
 //
 // Two operations exist:
 //   {".sv": "timestamp"}              → the server's time in milliseconds since the epoch (an integer);

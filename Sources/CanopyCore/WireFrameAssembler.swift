@@ -1,4 +1,4 @@
-// WireFrameAssembler -- joins wire-protocol v5 counted pieces back into messages (firebase-protocol.md §3.2),
+// WireFrameAssembler -- joins wire-protocol v5 counted pieces back into messages (Protocol.md#Framing),
 // for both ends: the server's sessions (client messages) and the client SDK (server messages).
 
 /// Reassembles messages that the peer split into a bare piece count followed by that many pieces.

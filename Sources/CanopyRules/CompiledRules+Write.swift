@@ -1,6 +1,6 @@
 // CompiledRules+Write -- sets and multi-path updates: the .write cascade and every applicable .validate.
 //
-// security-rules.md §8. For a set at P, with `oldRoot` the data before and `newRoot` the merged
+// Rules.md#Reads-and-writes. For a set at P, with `oldRoot` the data before and `newRoot` the merged
 // tree after (server values resolved, nulls pruned):
 //   1. `.write` from the root down to P, `data` in the old tree and `newData` in the new; the first
 //      true grants (rules below P never grant).

@@ -72,7 +72,7 @@ public final class CompiledRules: Sendable {
         return node.indexOn
     }
 
-    /// Decides a read of `path` (security-rules.md §8, "Read at P").
+    /// Decides a read of `path` (Rules.md#Reads-and-writes, "Read at P").
     ///
     /// `.read` rules are evaluated from the root down to `path`; the first that is true grants.
     /// Rules below `path` are never consulted (rules are not filters).

@@ -1,4 +1,4 @@
-// Evaluator -- runs a checked expression against one operation (security-rules.md §4, §6, §7).
+// Evaluator -- runs a checked expression against one operation (Rules.md#Evaluation).
 //
 // Any run-time failure (a method called on null, mixed types in `<`, a non-string key, ...)
 // throws `EvaluationError`; the caller treats the whole rule as not granting. Errors are never

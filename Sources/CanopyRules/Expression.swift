@@ -13,7 +13,7 @@ enum Method: String, Sendable, CaseIterable {
     case contains, beginsWith, endsWith, replace, toLowerCase, toUpperCase, matches
 }
 
-/// Variables visible to rules (security-rules.md §5).
+/// Variables visible to rules (Rules.md#Variables).
 enum Variable: Sendable {
     case auth, root, data, newData, now, query
     /// The value captured by the wildcard at this index along the rule's path.

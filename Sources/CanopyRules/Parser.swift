@@ -1,6 +1,6 @@
 // Parser -- precedence-climbing parser from tokens to an untyped syntax tree.
 //
-// Grammar (security-rules.md §2), loosest first:
+// Grammar (Rules.md#Grammar), loosest first:
 //   conditional := or ('?' conditional ':' conditional)?          right-associative
 //   or          := and ('||' and)*
 //   and         := equality ('&&' equality)*

@@ -1,6 +1,6 @@
 // RegexProgram -- the Firebase rules regex dialect, parsed and compiled to a Thompson NFA program.
 //
-// Dialect (security-rules.md §2, "Regular expressions"):
+// Dialect (Rules.md#Regular-expressions):
 //   pattern     := '^'? alternation '$'?      '^' only as the first character, '$' only as the last
 //   alternation := sequence ('|' sequence)*   no empty alternatives: /a|/ and /^(foo|)$/ are refused
 //   sequence    := (atom quantifier?)+

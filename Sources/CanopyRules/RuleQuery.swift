@@ -1,7 +1,7 @@
 // RuleQuery -- the `query` variable of .read rules: the parameters of the query being read.
 import CanopyCore
 
-/// The parameters of a query, as `.read` rules see them through `query.*` (security-rules.md §9).
+/// The parameters of a query, as `.read` rules see them through `query.*` (Rules.md#Queries).
 ///
 /// A plain read with no query is `RuleQuery.plain`: ordered by key, everything else unset.
 public struct RuleQuery: Sendable, Equatable {

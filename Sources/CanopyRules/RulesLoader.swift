@@ -1,6 +1,6 @@
 // RulesLoader -- turns a parsed rules document into a RuleNode tree, collecting every problem.
 //
-// Document shape (security-rules.md §1): `{"rules": <node>}` and nothing else. A node is an
+// Document shape (Rules.md#Document): `{"rules": <node>}` and nothing else. A node is an
 // object; `.read`/`.write`/`.validate` are booleans or expression strings, `.indexOn` a string or
 // an array of strings, other `.`-keys are refused. Other keys are children (objects); a `$name`
 // key is the node's only wildcard, and a wildcard name may not be reused deeper on the same path.

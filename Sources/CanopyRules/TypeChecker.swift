@@ -1,4 +1,4 @@
-// TypeChecker -- deploy-time checking of one rule expression (security-rules.md §3).
+// TypeChecker -- deploy-time checking of one rule expression (Rules.md#Type-checking).
 //
 // Every node gets a static type. `any` (values reached from `auth`) and `primitive` (the result
 // of `val()`, query bounds) are "fuzzy": checks that depend on them are deferred to run time.

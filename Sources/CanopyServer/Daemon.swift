@@ -70,20 +70,28 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let thread = Thread { daemon.loop.run() }
         let done = DispatchSemaphore(value: 0)
         daemon.loop.execute {
-            do {
-                let context = try daemon.openDatabases()
-                try context.namespace(namespace).perform(
-                    operation, as: .admin, now: configuration.clock.nowMilliseconds()
-                ) { result in
-                    if case .failure(let error) = result { outcome.withLock { $0 = .failure(error) } }
-                    context.registry.closeAll()
-                    daemon.loop.stop()
-                    done.signal()
-                }
-            } catch {
-                outcome.withLock { $0 = .failure(error) }
+            func finish(_ error: (any Error)?) {
+                if let error { outcome.withLock { $0 = .failure(error) } }
+                daemon.context?.registry.closeAll()
                 daemon.loop.stop()
                 done.signal()
+            }
+            do {
+                let context = try daemon.openDatabases()
+                // Loaded on a store thread when the namespace has a file, as for a served request.
+                context.registry.whenOpen(namespace, create: true) { opened in
+                    do {
+                        guard let target = try opened.get() else { return finish(NamespaceError.unavailable(namespace)) }
+                        target.perform(operation, as: .admin, now: configuration.clock.nowMilliseconds()) { result in
+                            if case .failure(let error) = result { return finish(error) }
+                            finish(nil)
+                        }
+                    } catch {
+                        finish(error)
+                    }
+                }
+            } catch {
+                finish(error)
             }
         }
         thread.start()
@@ -106,8 +114,10 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     /// Opens a namespace on the loop and runs `body` with it (tools and tests).
     public func withNamespace(_ name: String, _ body: @escaping @Sendable (Namespace) -> Void) {
         loop.execute { [weak self] in
-            guard let ns = try? self?.context?.registry.namespace(name, create: true) else { return }
-            body(ns)
+            self?.context?.registry.whenOpen(name, create: true) { result in
+                guard case .success(let ns?) = result else { return }
+                body(ns)
+            }
         }
     }
 
@@ -129,24 +139,34 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let logger = self.logger
         loop.execute { [weak self] in
             guard let self, let context = self.context else { return }
-            do {
-                guard let namespace = try context.registry.namespace(name, create: true) else { return }
-                if let rulesSource {
-                    try context.registry.setRules(
-                        rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+            context.registry.whenOpen(name, create: true) { result in
+                do {
+                    guard let namespace = try result.get() else { return }
+                    try Self.seed(namespace, document: document, rulesSource: rulesSource, context: context)
+                } catch {
+                    logger.error("demo.failed", ["ns": name, "error": "\(error)"])
                 }
-                guard namespace.root.isEmpty else { return }
-                namespace.perform(
-                    .set(path: .root, data: document.data.json(export: true)), as: .admin,
-                    now: context.configuration.clock.nowMilliseconds()
-                ) { result in
-                    switch result {
-                    case .success: logger.info("demo.loaded", ["ns": name])
-                    case .failure(let error): logger.error("demo.failed", ["ns": name, "error": error.userMessage])
-                    }
-                }
-            } catch {
-                logger.error("demo.failed", ["ns": name, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Gives `namespace` its rules and, when it holds nothing, the document.
+    private static func seed(
+        _ namespace: Namespace, document: ExportDocument, rulesSource: String?, context: ServerContext
+    ) throws {
+        if let rulesSource {
+            try context.registry.setRules(
+                rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+        }
+        guard namespace.root.isEmpty else { return }
+        let logger = Logger(label: "canopy.server")
+        namespace.perform(
+            .set(path: .root, data: document.data.json(export: true)), as: .admin,
+            now: context.configuration.clock.nowMilliseconds()
+        ) { result in
+            switch result {
+            case .success: logger.info("demo.loaded", ["ns": namespace.name])
+            case .failure(let error): logger.error("demo.failed", ["ns": namespace.name, "error": error.userMessage])
             }
         }
     }

@@ -7,10 +7,18 @@
 // soon as its transaction is written to the WAL: from then on a crash of the daemon (`kill -9`) cannot take it
 // away, only a power loss before the sync that follows within the same commit could. (Firebase itself tells
 // listeners before its storage is durable; waiting for the fsync doubled the time from write to event.)
+//
+// No SQLite on the loop: the tree is loaded on a store thread before the namespace exists (`NamespaceRegistry`),
+// the file of a new namespace is created on one (its first batch waits for it, still open), and after a failed
+// commit the tree is reloaded on one, after the store's queued writes. While it reloads, new writes go on filling
+// the open batch; once the file's tree is back they are applied to it again (their store mutations recomputed),
+// and the batch is flushed.
 
 import CanopyCore
 import CanopyNet
 import CanopyStore
+import Dispatch
+import Synchronization
 
 /// A namespace's tree and persistence. Loop-confined: every method runs on `loop`.
 public final class Namespace {
@@ -32,8 +40,9 @@ public final class Namespace {
     /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
     /// reads, listens and refused writes of a namespace that holds nothing create no file and no threads.
     private var store: NamespaceStore?
-    private let openStore: () throws(StoreError) -> NamespaceStore
-    private let loop: EventLoop
+    /// Creates the file of a new namespace on a store thread and calls back there with the open store.
+    private let openStore: (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void
+    let loop: EventLoop
     private let logger = Logger(label: "canopy.store")
 
     /// Mutations and waiters of the batch being filled during this loop pass.
@@ -44,6 +53,24 @@ public final class Namespace {
     /// Waiters of submitted batches, oldest first; the store completes batches in submission order.
     private var inFlight: [InFlightBatch] = []
     private var needsReload = false
+    /// The store is being created or the tree reloaded: the open batch is held (it goes on filling) until then.
+    private var isHoldingBatches = false
+    /// Waiters of the batch whose completion started a reload, with its outcome: they run once the tree is back
+    /// (a listen among them must start from the reloaded tree).
+    private var reloadWaiters: (waiters: [(Bool) -> Void], ok: Bool) = ([], false)
+    /// The creation of the file of a new namespace, under way on a store thread.
+    private var pendingCreation: PendingStoreCreation?
+    /// Counts changes of `root` (each commit, each reload): a computation done off the loop against one version
+    /// of the tree may be committed only if the version is still the same (see `AdminAPI`'s publish).
+    public private(set) var version: UInt64 = 0
+    /// Runs work on the compute thread (set by the registry): admin actions are built there (`performOffLoop`).
+    /// nil builds them on the loop.
+    var offLoop: ((@escaping @Sendable () -> Void) -> Void)?
+    /// When the namespace was last used by a request (for closing idle namespaces, least recently used first).
+    var lastUsed: UInt64 = 0
+    /// A rough size of the tree in memory, in bytes, for the registry's memory budget: measured when the tree is
+    /// loaded, then grown by each write's new rows (deletions are not subtracted until the next load).
+    var estimatedBytes = 0
 
     private struct InFlightBatch {
         var waiters: [(Bool) -> Void]
@@ -57,18 +84,21 @@ public final class Namespace {
     private var nextBatchID: UInt64 = 0
 
     /// - Parameters:
-    ///   - store: the namespace's file when it exists (its tree is loaded from it); nil for a new namespace.
-    ///   - openStore: creates the file of a new namespace, at its first write.
+    ///   - store: the namespace's file when it exists; nil for a new namespace.
+    ///   - root: the tree loaded from `store` (`Namespace.load(from:)`, on a store thread), or `.empty`.
+    ///   - openStore: creates the file of a new namespace, at its first write, off the loop, and calls back (on
+    ///     any thread) with the result.
     init(
-        name: String, store: NamespaceStore?, openStore: @escaping () throws(StoreError) -> NamespaceStore,
+        name: String, store: NamespaceStore?, root: Node,
+        openStore: @escaping (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void,
         loop: EventLoop, policy: any AccessPolicy
-    ) throws {
+    ) {
         self.name = name
         self.store = store
         self.openStore = openStore
         self.loop = loop
         self.policy = policy
-        self.root = try store.map(Namespace.load(from:)) ?? .empty
+        self.root = root
     }
 
     /// Replaces the node at each path with the given node and schedules the change for commit.
@@ -83,23 +113,30 @@ public final class Namespace {
     /// batch, holds no tree and is fanned out to nobody. Of a multi-path operation, only the paths that change
     /// are kept. Its writer is answered by `whenDurable`, which waits for the writes before it.
     func commit(_ authorized: AuthorizedWrite) {
-        let writes = authorized.writes
-        let newRoot = authorized.newRoot
-        let base = authorized.mergeBase
         loop.assertInLoop()
         let old = root
+        let newRoot = authorized.newRoot
         var mutations: [StoreMutation] = []
         var paths: [Path] = []
-        for write in writes {
-            let changes = Namespace.mutations(for: write.path, before: old, after: newRoot)
-            guard !changes.isEmpty else { continue }
-            mutations += changes
-            paths.append(write.path)
+        if let precomputed = authorized.mutations {
+            // Computed off the loop from this very tree (the caller checked `version`).
+            mutations = precomputed
+            paths = authorized.writes.map(\.path)
+        } else {
+            for write in authorized.writes {
+                let changes = Namespace.mutations(for: write.path, before: old, after: newRoot)
+                guard !changes.isEmpty else { continue }
+                mutations += changes
+                paths.append(write.path)
+            }
         }
         guard !mutations.isEmpty else { return }
         if openBefore == nil { openBefore = old }
-        openMutations += mutations
+        if openMutations.isEmpty { openMutations = mutations } else { openMutations += mutations }
+        estimatedBytes += mutations.count * Namespace.bytesPerRow
         root = newRoot
+        version &+= 1
+        let base = authorized.mergeBase
         let mergeBase = base.flatMap { base in paths.allSatisfy { base.isAncestor(of: $0) } ? base : nil }
         openOperations.append(CommittedOperation(paths: paths, root: newRoot, mergeBase: mergeBase))
     }
@@ -121,8 +158,16 @@ public final class Namespace {
 
     /// Whether the namespace has no file, holds nothing and has no write pending: forgetting it loses nothing.
     var isEmptyWithoutFile: Bool {
-        store == nil && root.isEmpty && openMutations.isEmpty && openWaiters.isEmpty && inFlight.isEmpty
+        store == nil && root.isEmpty && isIdle
     }
+
+    /// Whether no write is open, in flight or held, and no reload or store creation is under way: closing the
+    /// namespace now loses nothing that was not stored.
+    var isIdle: Bool {
+        openMutations.isEmpty && openWaiters.isEmpty && inFlight.isEmpty && !isHoldingBatches
+            && reloadWaiters.waiters.isEmpty && !needsReload
+    }
+
 
     /// The tree as subscribers have been told of it: every batch fanned out so far, nothing later.
     ///
@@ -138,15 +183,12 @@ public final class Namespace {
 
     /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
     public func flush() {
-        guard !openMutations.isEmpty else { return }
-        let open = takeOpenBatch()
-        guard let store = storeForFlush() else {
-            // The file of a new namespace could not be created. Nothing can be in flight before a first batch:
-            // the batch fails here, and the tree goes back before its waiters run.
-            root = open.before
-            for waiter in open.waiters { waiter(false) }
+        guard !openMutations.isEmpty, !isHoldingBatches else { return }
+        guard let store else {
+            createStore()
             return
         }
+        let open = takeOpenBatch()
         nextBatchID += 1
         let id = nextBatchID
         inFlight.append(InFlightBatch(waiters: open.waiters, before: open.before, operations: open.operations, id: id))
@@ -180,17 +222,36 @@ public final class Namespace {
         return (openMutations, openWaiters, openOperations, openBefore ?? root)
     }
 
-    /// The store, created now for a namespace's first batch; nil when its file cannot be created.
-    private func storeForFlush() -> NamespaceStore? {
-        if let store { return store }
-        do {
-            let created = try openStore()
+    /// Creates the file for a namespace's first batch on a store thread; the batch is held (and goes on filling)
+    /// until then. When the file cannot be created the batch fails: nothing can be in flight before a first
+    /// batch, and the tree goes back before its waiters run.
+    private func createStore() {
+        isHoldingBatches = true
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        let pending = PendingStoreCreation()
+        pendingCreation = pending
+        openStore { result in
+            pending.finish(result)
+            loop.execute { bound.value?.storeCreated(pending) }
+        }
+    }
+
+    private func storeCreated(_ pending: PendingStoreCreation) {
+        guard pendingCreation === pending else { return }
+        pendingCreation = nil
+        isHoldingBatches = false
+        switch pending.wait() {
+        case .success(let created):
             store = created
             logger.info("ns.created", ["ns": name])
-            return created
-        } catch {
+            flush()
+        case .failure(let error):
             logger.error("store.create_failed", ["ns": name, "error": error.userMessage])
-            return nil
+            let open = takeOpenBatch()
+            root = open.before
+            version &+= 1
+            for waiter in open.waiters { waiter(false) }
         }
     }
 
@@ -211,24 +272,83 @@ public final class Namespace {
         }
         // The tree goes back to the file before the waiters run: a listen among them starts from `shownRoot`,
         // which must not hold the writes that failed.
-        if needsReload && inFlight.isEmpty && openMutations.isEmpty {
+        if needsReload && inFlight.isEmpty && openMutations.isEmpty, let store {
             needsReload = false
-            do {
-                let memory = root
-                root = try store.map(Namespace.load(from:)) ?? .empty
-                logger.notice("store.reloaded", ["ns": name])
-                // Listeners may have been shown parts of the failed writes: when later batches were pushed, or a
-                // listen started, before the tree could go back. Tell every listener what differs now.
-                onCommit?(memory, [CommittedOperation(paths: [Path.root], root: root)])
-            } catch {
-                logger.error("store.reload_failed", ["ns": name, "error": "\(error)"])
-            }
+            reloadWaiters = (batch.waiters, ok)
+            reload(from: store)
+            return
         }
         for waiter in batch.waiters { waiter(ok) }
     }
 
-    /// Waits for queued batches and closes the file.
+    /// Reads the tree back from the file on a store thread, after the store's queued writes (none are in flight:
+    /// the open batch is held meanwhile).
+    private func reload(from store: NamespaceStore) {
+        isHoldingBatches = true
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        store.afterQueuedWrites {
+            let loaded = Result { try Namespace.loadMeasured(from: store) }
+            loop.execute { bound.value?.reloaded(loaded) }
+        }
+    }
+
+    private func reloaded(_ loaded: Result<(root: Node, bytes: Int), any Error>) {
+        isHoldingBatches = false
+        switch loaded {
+        case .success(let (tree, bytes)):
+            estimatedBytes = bytes
+            let shown = openBefore ?? root
+            rebaseOpenBatch(on: tree)
+            version &+= 1
+            logger.notice("store.reloaded", ["ns": name])
+            // Listeners may have been shown parts of the failed writes: when later batches were pushed, or a
+            // listen started, before the tree could go back. Tell every listener what differs now.
+            onCommit?(shown, [CommittedOperation(paths: [Path.root], root: tree)])
+        case .failure(let error):
+            logger.error("store.reload_failed", ["ns": name, "error": "\(error)"])
+        }
+        let (waiters, ok) = reloadWaiters
+        reloadWaiters = ([], false)
+        for waiter in waiters { waiter(ok) }
+        flush()
+    }
+
+    /// Applies the open batch's operations again, in order, on `tree` (the file's tree after a failed commit):
+    /// their store mutations are recomputed from it, and `root` becomes the result.
+    private func rebaseOpenBatch(on tree: Node) {
+        var current = tree
+        var mutations: [StoreMutation] = []
+        var operations: [CommittedOperation] = []
+        for operation in openOperations {
+            let writes = operation.paths.map { (path: $0, node: operation.root.node(at: $0)) }
+            let next = Namespace.applying(writes, to: current)
+            for write in writes { mutations += Namespace.mutations(for: write.path, before: current, after: next) }
+            operations.append(CommittedOperation(paths: operation.paths, root: next, mergeBase: operation.mergeBase))
+            current = next
+        }
+        if !openOperations.isEmpty { openBefore = tree }
+        openMutations = mutations
+        openOperations = operations
+        root = current
+    }
+
+    /// Whether the namespace has a file (is open on a store).
+    var hasFile: Bool { store != nil }
+
+    /// Gives up the store of an idle namespace that is being closed (the registry closes it off the loop).
+    func detachStore() -> NamespaceStore? {
+        precondition(isIdle, "only an idle namespace is closed")
+        defer { store = nil }
+        return store
+    }
+
+    /// Waits for queued batches and closes the file (graceful shutdown: this blocks the loop).
+    ///
+    /// A new namespace's first batch (an onDisconnect write at shutdown, say) waits here for its file.
     func close() {
+        if store == nil && !openMutations.isEmpty && pendingCreation == nil { createStore() }
+        if let pending = pendingCreation { storeCreated(pending.waitForResult()) }
         flush()
         store?.flushAndClose()
     }
@@ -328,12 +448,50 @@ public final class Namespace {
         }
     }
 
-    /// Rebuilds the tree from the store's rows (called at start-up and after a failed commit).
+    /// Rebuilds the tree from the store's rows (on a store thread: at first use and after a failed commit).
     static func load(from store: NamespaceStore) throws -> Node {
+        try loadMeasured(from: store).root
+    }
+
+    /// The tree and its estimated size in memory (`bytesPerRow` per row: the node, its key and its value).
+    static func loadMeasured(from store: NamespaceStore) throws -> (root: Node, bytes: Int) {
         let builder = NodeBuilder()
+        var rows = 0
         // A priority row keeps its priority in `priority` (its `value` is null): `entry.record` reads it from there.
-        try store.loadAll { entry in try builder.add(entry.record) }
-        return builder.build()
+        try store.loadAll { entry in
+            rows += 1
+            try builder.add(entry.record)
+        }
+        return (builder.build(), rows * bytesPerRow)
+    }
+
+    /// The memory estimate of one stored row (a leaf with its key and path): measured as RSS growth per row when
+    /// loading trees of small leaves.
+    static let bytesPerRow = 160
+}
+
+/// The result of creating a store on a store thread, which the loop either gets back through `execute`, or
+/// waits for (at shutdown, when the loop runs no more work).
+private final class PendingStoreCreation: Sendable {
+    private let result = Mutex<Result<NamespaceStore, StoreError>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    func finish(_ outcome: Result<NamespaceStore, StoreError>) {
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+
+    /// Waits until `finish` was called; returns self.
+    func waitForResult() -> PendingStoreCreation {
+        done.wait()
+        done.signal()
+        return self
+    }
+
+    /// The result; call after `finish` (the loop's `execute` or `waitForResult` ordered it).
+    func wait() -> Result<NamespaceStore, StoreError> {
+        _ = waitForResult()
+        return result.withLock { $0! }
     }
 }
 

@@ -1,4 +1,4 @@
-// NamespaceRegistry -- opens each namespace on first use (its SQLite file, once it has one) and keeps it open.
+// NamespaceRegistry -- opens each namespace on first use (its SQLite file, once it has one, on a store thread).
 
 import CanopyCore
 import CanopyNet
@@ -6,23 +6,46 @@ import CanopyRules
 import CanopyStore
 
 /// All namespaces of a daemon. Loop-confined.
+///
+/// A namespace whose file exists is loaded on a store thread (`pool`) at first use; requests that arrive meanwhile
+/// wait in `loading` (bounded in number and time) while every other namespace is served. Idle namespaces are
+/// closed (their trees dropped, their files closed) once the open ones exceed a count or memory budget, least
+/// recently used first, or after an idle time; the next request opens them again (see NamespaceRegistry+Idle).
 public final class NamespaceRegistry {
-    private let configuration: ServerConfiguration
-    private let loop: EventLoop
-    private var open: [String: Namespace] = [:]
+    let configuration: ServerConfiguration
+    let loop: EventLoop
+    var open: [String: Namespace] = [:]
     /// `open.count` after the last `forgetUnused()`; the next one runs once the count has doubled.
     private var countAfterSweep = 0
     private let directory: DataDirectory
     /// Rules every namespace starts with when it has none of its own (from `--rules`, else admin-only).
     private let defaultRules: (policy: any AccessPolicy, source: String?)
-    private let logger = Logger(label: "canopy.server")
+    let logger = Logger(label: "canopy.server")
     /// Called when a namespace is opened (the realtime layer hooks commits here).
     public var onOpen: ((Namespace) -> Void)?
+    /// The store threads every namespace of this daemon shares.
+    let pool: StorePool
+    /// The thread that computes publishes (CPU work that must not stall the loop, nor take a store thread).
+    let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: 10)
+    /// Namespaces whose tree is being loaded, with the requests waiting for it.
+    var loading: [String: Loading] = [:]
+    /// Namespaces whose file is being closed; a request for one waits (in `loading`) until it is closed.
+    var closing: [String: NamespaceStore] = [:]
+    var nextWaiterID: UInt64 = 0
+    /// The idle sweep's timer (armed while namespaces with files are open).
+    var idleTimer: TimerHandle?
+
+    /// The requests waiting for one namespace to load.
+    struct Loading {
+        var waiters: [UInt64: (waiter: (Result<Namespace, NamespaceUnavailable>) -> Void, timer: TimerHandle?)] = [:]
+        var isStarted = false
+    }
 
     init(configuration: ServerConfiguration, loop: EventLoop) throws {
         self.configuration = configuration
         self.loop = loop
         self.directory = try DataDirectory(path: configuration.dataDirectory)
+        self.pool = StorePool(threads: configuration.storeThreads)
         if let file = configuration.rulesFile {
             // Unreadable or invalid: the daemon does not start (`canopy serve` prints why and exits with 1).
             let loaded = try RulesFile(path: file).load()
@@ -39,27 +62,158 @@ public final class NamespaceRegistry {
         loop.addBeforeSleepHook { [weak self] in self?.flushAll() }
     }
 
-    /// The namespace called `name`, opened (or created when `create`) on first use; nil if it does not exist.
+    /// The namespace called `name` when it can be had without waiting: open already, or without a file (created
+    /// in memory when `create`); nil if it does not exist.
+    /// - Throws: `NamespaceUnavailable.loading` when its file exists and its tree is not loaded yet (the load is
+    ///   started: use `whenOpen` to wait for it), `StoreError`/`CanopyError` for a bad name.
     public func namespace(_ name: String, create: Bool) throws -> Namespace? {
-        if let existing = open[name] { return existing }
+        if let existing = open[name] {
+            touch(existing)
+            return existing
+        }
         let file = try directory.storePath(for: name)
-        let exists = fileExists(file)
-        if !create && !exists && rulesFile(for: name).isAbsent { return nil }
+        if fileExists(file) || (closing[name] != nil) || loading[name] != nil {
+            startLoading(name)
+            throw NamespaceUnavailable.loading(namespace: name)
+        }
+        if !create && rulesFile(for: name).isAbsent { return nil }
         if open.count >= max(64, 2 * countAfterSweep) { forgetUnused() }
+        let namespace = makeNamespace(name, store: nil, root: .empty, bytes: 0)
+        register(namespace)
+        return namespace
+    }
+
+    /// Runs `body` with the namespace once it is open: at once when it is open or has no file, else once its
+    /// tree is loaded on a store thread (or with the error when it cannot be, or does not load in time).
+    public func whenOpen(
+        _ name: String, create: Bool, _ body: @escaping (Result<Namespace?, any Error>) -> Void
+    ) {
+        do {
+            body(.success(try namespace(name, create: create)))
+            return
+        } catch NamespaceUnavailable.loading {
+            // Waits below.
+        } catch {
+            body(.failure(error))
+            return
+        }
+        guard var entry = loading[name] else { return body(.failure(NamespaceUnavailable.loading(namespace: name))) }
+        guard entry.waiters.count < configuration.maxRequestsWaitingForLoad else {
+            return body(.failure(NamespaceUnavailable.tooManyWaiting(namespace: name)))
+        }
+        nextWaiterID += 1
+        let id = nextWaiterID
+        let limit = configuration.namespaceLoadTimeoutMilliseconds
+        let timer = loop.schedule(afterMilliseconds: Int64(limit)) { [weak self] in
+            guard let waiter = self?.loading[name]?.waiters.removeValue(forKey: id) else { return }
+            self?.logger.warning("ns.load_slow", ["ns": name, "waited_ms": "\(limit)"])
+            waiter.waiter(.failure(NamespaceUnavailable.timedOut(namespace: name, milliseconds: limit)))
+        }
+        entry.waiters[id] = ({ result in body(result.map { $0 }.mapError { $0 }) }, timer)
+        loading[name] = entry
+    }
+
+    /// Whether a request for `name` must wait: its file exists and its tree is not in memory.
+    func mustWait(for name: String) -> Bool {
+        guard open[name] == nil else { return false }
+        guard let file = try? directory.storePath(for: name) else { return false }
+        return loading[name] != nil || (closing[name] != nil) || fileExists(file)
+    }
+
+    /// Starts loading `name` on a store thread unless it is loading already (or closing: then once closed).
+    func startLoading(_ name: String) {
+        var entry = loading[name] ?? Loading()
+        defer { loading[name] = entry }
+        guard !entry.isStarted, !(closing[name] != nil), let file = try? directory.storePath(for: name) else { return }
+        entry.isStarted = true
+        let options = storeOptions()
+        let pool = self.pool
+        let hook = configuration.beforeNamespaceLoad
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        logger.debug("ns.loading", ["ns": name])
+        pool.run {
+            hook?(name)
+            let result: Result<LoadedTree, NamespaceUnavailable>
+            do {
+                let store = try NamespaceStore(path: file, options: options, pool: pool)
+                let (root, bytes) = try Namespace.loadMeasured(from: store)
+                result = .success(LoadedTree(store: store, root: root, bytes: bytes))
+            } catch {
+                let reason = (error as? any CanopyError)?.userMessage ?? "\(error)"
+                result = .failure(.failed(namespace: name, reason: reason))
+            }
+            loop.execute { bound.value?.loaded(name, result) }
+        }
+    }
+
+    /// A tree read on a store thread, with its open store and its rules text.
+    struct LoadedTree: Sendable {
+        var store: NamespaceStore
+        var root: Node
+        var bytes: Int
+    }
+
+    private func loaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
+        let entry = loading.removeValue(forKey: name) ?? Loading()
+        let outcome: Result<Namespace, NamespaceUnavailable>
+        switch result {
+        case .success(let tree):
+            let namespace = makeNamespace(
+                name, store: tree.store, root: tree.root, bytes: tree.bytes)
+            register(namespace)
+            outcome = .success(namespace)
+        case .failure(let error):
+            if case .failed(_, let reason) = error {
+                logger.error("ns.open_failed", ["ns": name, "error": reason])
+            }
+            outcome = .failure(error)
+        }
+        for (_, waiter) in entry.waiters.sorted(by: { $0.key < $1.key }) {
+            waiter.timer?.cancel()
+            waiter.waiter(outcome)
+        }
+        closeIdleOverBudget()
+    }
+
+    func storeOptions() -> StoreOptions {
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
         options.maximumPageCount = configuration.maximumPagesPerNamespace
-        // A namespace that has no file yet gets one at its first write (see `Namespace.store`).
-        let create = { [options] () throws(StoreError) in try NamespaceStore(path: file, options: options) }
-        let store = exists ? try create() : nil
-        let namespace = try Namespace(
-            name: name, store: store, openStore: create, loop: loop, policy: defaultRules.policy)
+        return options
+    }
+
+    /// A namespace object for a tree already in memory; its saved rules (a small file) are read here, and fail
+    /// closed (`loadSavedRules`).
+    private func makeNamespace(_ name: String, store: NamespaceStore?, root: Node, bytes: Int) -> Namespace {
+        let file = (try? directory.storePath(for: name)) ?? ""
+        let options = storeOptions()
+        let pool = self.pool
+        // A namespace that has no file yet gets one at its first write (see `Namespace.store`), on a store thread.
+        let create = { @Sendable (done: @escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) in
+            pool.run {
+                do throws(StoreError) {
+                    done(.success(try NamespaceStore(path: file, options: options, pool: pool)))
+                } catch {
+                    done(.failure(error))
+                }
+            }
+        }
+        let namespace = Namespace(
+            name: name, store: store, root: root, openStore: create, loop: loop, policy: defaultRules.policy)
+        namespace.estimatedBytes = bytes
+        let computePool = self.computePool
+        namespace.offLoop = { work in computePool.run(work) }
         namespace.rulesSource = defaultRules.source
         loadSavedRules(into: namespace)
-        open[name] = namespace
-        logger.info("ns.open", ["ns": name])
-        onOpen?(namespace)
         return namespace
+    }
+
+    private func register(_ namespace: Namespace) {
+        open[namespace.name] = namespace
+        touch(namespace)
+        logger.info("ns.open", ["ns": namespace.name])
+        onOpen?(namespace)
     }
 
     /// The policy of namespaces that have no rules of their own (and of reads of namespaces with no data).
@@ -132,10 +286,14 @@ public final class NamespaceRegistry {
         for namespace in open.values { namespace.flush() }
     }
 
-    /// Flushes and closes every namespace (graceful shutdown).
+    /// Flushes and closes every namespace (graceful shutdown), then lets the store threads exit.
     func closeAll() {
         for namespace in open.values { namespace.close() }
         open.removeAll()
+        for store in closing.values { store.flushAndClose() }
+        idleTimer?.cancel()
+        pool.shutdown()
+        computePool.shutdown()
     }
 }
 

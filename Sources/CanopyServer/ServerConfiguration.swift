@@ -27,6 +27,20 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 10_000
     /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.
     public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
+    /// Threads shared by every namespace's SQLite work: commits, WAL syncs, loading trees (`--store-threads`).
+    public var storeThreads = 4
+    /// Most namespaces with a file kept open; past it, idle ones are closed, least recently used first
+    /// (`--max-open-namespaces`).
+    public var maxOpenNamespaces = 1000
+    /// Memory budget for the trees of open namespaces, estimated (`--max-namespace-memory`, in MiB); past it,
+    /// idle namespaces are closed, least recently used first.
+    public var maxNamespaceMemoryBytes = 1024 * 1024 * 1024
+    /// A namespace unused (no session, listen or pending write) for this long is closed (`--namespace-idle`).
+    public var namespaceIdleMilliseconds: Int64 = 60_000
+    /// How long a request waits for its namespace's tree to load before it is answered with 503.
+    public var namespaceLoadTimeoutMilliseconds = 30_000
+    /// Most requests waiting for one namespace to load; more are answered with 503 at once.
+    public var maxRequestsWaitingForLoad = 10_000
     /// Server-side clock (injectable for tests of token expiry).
     public var clock: any WallClock = SystemClock()
     /// The monotonic clock the event loop's timers read: every timeout, keep-alive and idle sweep (a
@@ -37,6 +51,9 @@ public struct ServerConfiguration: Sendable {
     package var maximumPagesPerNamespace: Int? = nil
     /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
     package var beforeWALSync: (@Sendable () -> Void)? = nil
+
+    /// Test hook: runs on a store thread before a namespace's tree is loaded (to hold a load).
+    package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil
 
     public init() {}
 }

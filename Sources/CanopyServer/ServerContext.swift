@@ -55,6 +55,8 @@ final class ServerContext {
         let namespace: Namespace?
         do {
             namespace = try registry.namespace(name, create: create)
+        } catch let error as NamespaceUnavailable {
+            throw .openFailed(error.userMessage, transient: error.isTransient)
         } catch let error as StoreError {
             Logger(label: "canopy.store").error("ns.open_failed", ["ns": name, "error": error.userMessage])
             throw .unavailable(name)
@@ -64,6 +66,26 @@ final class ServerContext {
         }
         if !whileRulesFail, let failure = namespace?.rulesFailure { throw .rulesUnavailable(failure) }
         return namespace
+    }
+
+    /// Runs `body` at once, or, when the request's namespace has a file whose tree is not loaded, once it is
+    /// loaded on a store thread (every other namespace is served meanwhile). A load that fails or takes too long
+    /// answers the request itself: 503 (or 500 when the file cannot be opened) with `{"error": ...}`.
+    func whenNamespaceReady(for request: HTTPRequest, _ responder: HTTPResponder, _ body: @escaping () -> Void) {
+        // Handlers read parameters first-wins (long polling) or last-wins (REST): every `ns` given is made ready.
+        var names: [String] = request.query.filter { $0.name == "ns" && !$0.value.isEmpty }.map(\.value)
+        if names.isEmpty, let name = try? namespaceName(request, params: [:]) { names = [name] }
+        guard let name = names.first(where: { DataDirectory.isValidNamespace($0) && registry.mustWait(for: $0) })
+        else { return body() }
+        registry.whenOpen(name, create: false) { [weak self] result in
+            switch result {
+            case .success: self?.whenNamespaceReady(for: request, responder, body)
+            case .failure(let error as NamespaceUnavailable):
+                responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
+            case .failure(let error):
+                responder.respond(.error(error))
+            }
+        }
     }
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
@@ -105,6 +127,8 @@ enum NamespaceError: CanopyError {
     case invalidName(String)
     /// Its database could not be opened (the log says why).
     case unavailable(String)
+    /// Its tree could not be loaded (`transient`: the load is slow or the store threads are busy; retry later).
+    case openFailed(String, transient: Bool)
     /// Its saved security rules cannot be read or parsed: it refuses service (the message says why and how to fix).
     case rulesUnavailable(String)
 
@@ -112,6 +136,7 @@ enum NamespaceError: CanopyError {
         switch self {
         case .invalidName: "invalid_namespace"
         case .unavailable: "namespace_unavailable"
+        case .openFailed: "namespace_unavailable"
         case .rulesUnavailable: "rules_unavailable"
         }
     }
@@ -120,6 +145,7 @@ enum NamespaceError: CanopyError {
         switch self {
         case .invalidName(let name): "Invalid namespace '\(name)': use 1 to 63 letters, digits, '_' or '-'."
         case .unavailable(let name): "The database for namespace '\(name)' could not be opened."
+        case .openFailed(let message, _): message
         case .rulesUnavailable(let message): message
         }
     }

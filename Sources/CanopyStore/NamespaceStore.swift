@@ -1,4 +1,4 @@
-// NamespaceStore -- one namespace's SQLite file, written by a dedicated thread with group commit.
+// NamespaceStore -- one namespace's SQLite file, written on a shared store pool with group commit.
 import CanopyCore
 import Dispatch
 import Foundation
@@ -6,76 +6,65 @@ import Synchronization
 
 /// The persistent copy of one namespace's tree, in one SQLite file.
 ///
-/// Writes go through `submit(_:completion:)`, from any thread. A dedicated writer thread owns the
-/// write connection (SQLite never runs on an event loop or the Swift concurrency pool, where a
-/// blocking fsync would starve other work). Everything submitted while a transaction commits goes
-/// into the next transaction together (group commit); a completion runs only once its transaction is
-/// durable (WAL, synced after each commit by default, on a second thread while the writer goes on: see
-/// `WALSyncer`), and an optional `visible` callback runs in between, once the transaction is in the WAL and
-/// would survive a crash of this process.
+/// Writes go through `submit(_:completion:)`, from any thread. The store's writer lane on a `StorePool` owns the
+/// write connection (SQLite never runs on an event loop or the Swift concurrency pool, where a blocking fsync
+/// would starve other work; and a fixed pool, not a thread per store, runs every store of a daemon). Everything
+/// submitted while a transaction commits goes into the next transaction together (group commit); a completion
+/// runs only once its transaction is durable (WAL, synced after each commit by default, on the store's syncer
+/// lane while the writer goes on: see `WALSyncer`), and an optional `visible` callback runs in between, once the
+/// transaction is in the WAL and would survive a crash of this process.
 ///
 /// ```swift
-/// let store = try NamespaceStore(path: directory.storePath(for: "chat"), options: StoreOptions())
-/// try store.loadAll { entry in tree.insert(entry) }               // at start-up
+/// let store = try NamespaceStore(path: directory.storePath(for: "chat"), options: StoreOptions(), pool: pool)
+/// try store.loadAll { entry in tree.insert(entry) }               // at start-up, off the event loop
 /// store.submit(StoreMutation.replacingSubtree(at: ["rooms", "a"], with: value)) { result in
-///     // on the writer thread: acknowledge the client, or report the failure
+///     // on a pool thread: acknowledge the client, or report the failure
 /// }
 /// store.flushAndClose()                                           // at shutdown
 /// ```
 public final class NamespaceStore: Sendable {
     /// The database file.
     public let path: String
-    private let options: StoreOptions
     private let queue = SubmissionQueue()
-    /// Signalled by the writer thread once it has closed its connection.
+    private let writer: WriterState
+    private let lane: StoreLane<SubmissionQueue.Item>
+    private let pool: StorePool
+    /// Signalled once the writer connection is closed (a latch: each waiter signals it again).
     private let writerFinished = DispatchSemaphore(value: 0)
 
-    /// Opens (creating if needed) the store at `path` and starts its writer thread.
+    /// Opens (creating if needed) the store at `path`, on the calling thread, and runs its writes on `pool`.
     ///
-    /// A new file is created with mode 0600. The file is switched to WAL mode and migrated to the
-    /// current schema.
+    /// A new file is created with mode 0600. The file is switched to WAL mode and migrated to the current schema.
+    /// This is blocking SQLite work: call it from a store thread (`StorePool.run`), never from an event loop.
     /// - Parameters:
     ///   - path: the database file, normally from `DataDirectory.storePath(for:)`.
     ///   - options: durability and limits.
+    ///   - pool: the threads that run the store's writes and WAL syncs.
     /// - Throws: `StoreError` when the file cannot be created, opened or migrated (`.unsupportedSchemaVersion`
     ///   for a file written by a newer Canopy).
-    public init(path: String, options: StoreOptions = StoreOptions()) throws(StoreError) {
-        // Before any property is set: a throw here must not run deinit (which waits for a writer thread).
-        try Self.createPrivateFile(at: path)
-        self.path = path
-        self.options = options
+    public convenience init(path: String, options: StoreOptions = StoreOptions(), pool: StorePool = .shared)
+        throws(StoreError)
+    {
+        let state = WriterState()
+        try state.open(path: path, options: options, pool: pool)
+        self.init(path: path, options: options, pool: pool, state: state)
+    }
 
-        let opened = Mutex<Result<UInt64, StoreError>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
-        let thread = Thread { [queue, writerFinished] in
-            queue.writerThreadID.store(UInt(pthread_self()), ordering: .releasing)
-            let writer: StoreWriter
-            do throws(StoreError) {
-                writer = try StoreWriter(path: path, options: options)
-            } catch {
-                opened.withLock { $0 = .failure(error) }
-                ready.signal()
-                writerFinished.signal()
-                return
-            }
-            queue.revision.store(writer.revision, ordering: .releasing)
-            let syncer =
-                writer.syncsAfterCommit
-                ? WALSyncer(databasePath: path, beforeSync: options.beforeSync) { id in
-                    queue.syncerThreadID.store(id, ordering: .releasing)
-                } : nil
-            opened.withLock { $0 = .success(writer.revision) }
-            ready.signal()
-            Self.runWriter(writer, syncer: syncer, queue: queue, options: options)
-            syncer?.drainAndStop()
-            writer.close()
-            writerFinished.signal()
-        }
-        thread.name = "canopy.store"
-        thread.start()
-        ready.wait()
-        if case .failure(let error) = opened.withLock({ $0 }) {
-            throw error  // deinit runs flushAndClose(), which returns at once: the thread has finished
+    /// A store whose file is created and opened on its writer lane, before its first submission: nothing here
+    /// blocks. A failure to open fails the submissions that found it closed; the next submission tries again.
+    public convenience init(openingLater path: String, options: StoreOptions = StoreOptions(), pool: StorePool) {
+        self.init(path: path, options: options, pool: pool, state: WriterState())
+    }
+
+    private init(path: String, options: StoreOptions, pool: StorePool, state: WriterState) {
+        self.path = path
+        self.pool = pool
+        self.writer = state
+        let queue = self.queue
+        if let writer = state.writer { queue.revision.store(writer.revision, ordering: .releasing) }
+        queue.isOpen.store(state.writer != nil, ordering: .releasing)
+        lane = StoreLane(pool: pool) { items in
+            Self.consume(items, state: state, queue: queue, options: options, path: path, pool: pool)
         }
     }
 
@@ -87,6 +76,9 @@ public final class NamespaceStore: Sendable {
     /// Transactions committed since the store was opened (with `revision`, shows how well writes are grouped).
     public var transactionCount: UInt64 { queue.transactionCount.load(ordering: .relaxed) }
 
+    /// Whether the file is open: false for a store `openingLater` until its first submission opened it.
+    public var isOpen: Bool { queue.isOpen.load(ordering: .acquiring) }
+
     /// Queues `mutations` to be applied atomically, after everything submitted before.
     ///
     /// Thread-safe. `completion` runs on a store thread, in submission order, once the mutations are durable
@@ -94,10 +86,10 @@ public final class NamespaceStore: Sendable {
     /// (each successful submission gets the next one). On failure nothing of the submission is stored: a refused
     /// mutation fails its own submission only; a failed transaction (disk full, I/O error) fails every submission
     /// in it. After `flushAndClose()` the completion runs at once, on the caller's thread, with `.closed`. A
-    /// completion must not block for long or call `flushAndClose()` (it would wait for itself).
+    /// completion must not block for long (it holds a thread every store shares).
     /// - Parameters:
     ///   - mutations: applied in order, all or nothing.
-    ///   - visible: called on the writer thread, in submission order and before `completion`, as soon as the
+    ///   - visible: called on a store thread, in submission order and before `completion`, as soon as the
     ///     COMMIT wrote the mutations to the WAL — from then on they survive a crash of this process (`kill -9`),
     ///     and with `.full` the WAL sync that makes them survive power loss follows. Not called on failure.
     ///     (If that sync fails, `completion` reports the failure after `visible` ran.)
@@ -107,52 +99,99 @@ public final class NamespaceStore: Sendable {
         completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
     ) {
         let submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
-        if !queue.enqueue(submission) {
+        if !lane.enqueue(.submission(submission)) {
             completion(.failure(StoreError(.closed, "the store is closed", location: path)))
         }
+    }
+
+    /// Runs `body` on a store thread once every submission made before has been committed or has failed (its
+    /// completion may still wait for the WAL sync): a read there sees the file as those submissions left it,
+    /// and none of those submitted after. On a closed store `body` runs soon, on a store thread.
+    public func afterQueuedWrites(_ body: @escaping @Sendable () -> Void) {
+        if !lane.enqueue(.afterWrites(body)) { pool.run(body) }
     }
 
     /// Waits for every queued submission to commit, checkpoints the WAL into the database file and closes it.
     ///
     /// Idempotent and thread-safe; every caller waits until the file is closed. Later submissions fail with
-    /// `.closed`. Called from a completion (on the writer thread) it cannot wait for itself: it stops new
-    /// submissions and returns, and the writer closes the file after the queued work.
+    /// `.closed`. Called from a store thread (a completion) it does not wait (that thread may be needed to
+    /// finish the work): it stops new submissions and returns, and the file is closed after the queued work.
     public func flushAndClose() {
-        _ = queue.close()
-        let current = UInt(pthread_self())
-        if queue.writerThreadID.load(ordering: .acquiring) == current
-            || queue.syncerThreadID.load(ordering: .acquiring) == current
-        {
-            return
-        }
+        closeWhenDrained {}
+        if pool.isCurrentThreadInPool { return }
         writerFinished.wait()
         writerFinished.signal()  // a latch: let every other caller through too
     }
 
-    /// The writer thread's loop: one transaction per group until the queue closes.
-    ///
-    /// A group is everything submitted since the last group was taken (group commit), cut after
-    /// `maximumMutationsPerTransaction` mutations (always at least one submission).
-    private static func runWriter(
-        _ writer: StoreWriter, syncer: WALSyncer?, queue: SubmissionQueue, options: StoreOptions
-    ) {
-        var backlog: [SubmissionQueue.Submission] = []
-        var head = 0
-        while true {
-            if head == backlog.count {
-                guard let taken = queue.takeAll() else { return }
-                backlog = taken
-                head = 0
+    /// Stops new submissions and closes the file after the queued ones, without waiting: `closed` runs on a store
+    /// thread once the file is closed (and only for the first call).
+    public func closeWhenDrained(_ closed: @escaping @Sendable () -> Void) {
+        let state = writer
+        let finished = writerFinished
+        lane.close {
+            let done: @Sendable () -> Void = {
+                state.close()
+                finished.signal()
+                closed()
             }
+            if let syncer = state.syncer { syncer.drain(then: done) } else { done() }
+        }
+    }
+
+    /// Runs the writer lane's items in order: consecutive submissions as groups, `afterWrites` work in between.
+    private static func consume(
+        _ items: [SubmissionQueue.Item], state: WriterState, queue: SubmissionQueue, options: StoreOptions,
+        path: String, pool: StorePool
+    ) {
+        var index = 0
+        while index < items.count {
+            var submissions: [SubmissionQueue.Submission] = []
+            while index < items.count, case .submission(let submission) = items[index] {
+                submissions.append(submission)
+                index += 1
+            }
+            if !submissions.isEmpty {
+                write(submissions, state: state, queue: queue, options: options, path: path, pool: pool)
+            }
+            if index < items.count, case .afterWrites(let body) = items[index] {
+                body()
+                index += 1
+            }
+        }
+    }
+
+    /// Commits `submissions`, one transaction per group, opening the file first if it is not open.
+    ///
+    /// A group is a run of submissions cut after `maximumMutationsPerTransaction` mutations (always at least one
+    /// submission).
+    private static func write(
+        _ submissions: [SubmissionQueue.Submission], state: WriterState, queue: SubmissionQueue,
+        options: StoreOptions, path: String, pool: StorePool
+    ) {
+        if state.writer == nil {
+            do throws(StoreError) {
+                try state.open(path: path, options: options, pool: pool)
+            } catch {
+                // Nothing was ever committed through this store, so no completion can be waiting for a sync.
+                for submission in submissions { submission.completion(.failure(error)) }
+                return
+            }
+            queue.revision.store(state.writer?.revision ?? 0, ordering: .releasing)
+            queue.isOpen.store(true, ordering: .releasing)
+        }
+        guard let writer = state.writer else { return }
+        var head = 0
+        while head < submissions.count {
             var end = head
             var mutationCount = 0
-            while end < backlog.count,
-                end == head || mutationCount + backlog[end].mutations.count <= options.maximumMutationsPerTransaction
+            while end < submissions.count,
+                end == head
+                    || mutationCount + submissions[end].mutations.count <= options.maximumMutationsPerTransaction
             {
-                mutationCount += backlog[end].mutations.count
+                mutationCount += submissions[end].mutations.count
                 end += 1
             }
-            let group = backlog[head..<end]
+            let group = submissions[head..<end]
             head = end
             var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
             queue.revision.store(writer.revision, ordering: .releasing)
@@ -163,7 +202,7 @@ public final class NamespaceStore: Sendable {
                 committed = true
                 submission.visible?()
             }
-            if let syncer {
+            if let syncer = state.syncer {
                 // Even a failed group goes through the syncer: completions must keep submission order.
                 syncer.hand(WALSyncer.Batch(completions: group.map(\.completion), results: results))
                 continue
@@ -182,11 +221,38 @@ public final class NamespaceStore: Sendable {
     }
 
     /// Creates `path` with mode 0600 when it does not exist (SQLite's WAL and shm files copy its mode).
-    private static func createPrivateFile(at path: String) throws(StoreError) {
+    static func createPrivateFile(at path: String) throws(StoreError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw StoreError(.fileSystem, "cannot create the store file (errno \(errno))", location: path)
         }
         close(descriptor)
+    }
+}
+
+/// The writer lane's connection and WAL syncer.
+///
+/// `@unchecked Sendable`: touched only by the runs of one store's writer lane (or, before the store exists, by
+/// the thread opening it) and, after that lane drained, by its close continuation; each of those happens-before
+/// the next through the lane's lock.
+final class WriterState: @unchecked Sendable {
+    private(set) var writer: StoreWriter?
+    private(set) var syncer: WALSyncer?
+
+    /// Creates and opens the file and its WAL syncer.
+    func open(path: String, options: StoreOptions, pool: StorePool) throws(StoreError) {
+        try NamespaceStore.createPrivateFile(at: path)
+        let opened = try StoreWriter(path: path, options: options)
+        writer = opened
+        syncer =
+            opened.syncsAfterCommit
+            ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, pool: pool) : nil
+    }
+
+    /// Checkpoints and closes the connection (after the syncer drained).
+    func close() {
+        writer?.close()
+        writer = nil
+        syncer = nil
     }
 }

@@ -1,4 +1,4 @@
-// WALSyncer -- makes committed transactions survive power loss, on its own thread, while the writer goes on.
+// WALSyncer -- makes committed transactions survive power loss, on a pool thread, while the writer goes on.
 //
 // A store's SQLite connection runs with `synchronous=NORMAL`: COMMIT returns once the transaction is written to
 // the WAL (it survives a crash of the process). For `synchronous = .full` the WAL must then be synced before the
@@ -15,7 +15,7 @@
 import Dispatch
 import Foundation
 
-/// The sync stage of a store with `synchronous = .full`. Thread-safe.
+/// The sync stage of a store with `synchronous = .full`: a lane of the store's pool. Thread-safe.
 final class WALSyncer: Sendable {
     /// Completions of one committed group and their results.
     struct Batch: Sendable {
@@ -24,64 +24,51 @@ final class WALSyncer: Sendable {
     }
 
     private let descriptor: Int32
-    private let path: String
-    private let batches = HandoffQueue<Batch>()
-    private let beforeSync: (@Sendable () -> Void)?
-    private let finished = DispatchSemaphore(value: 0)
+    private let lane: StoreLane<Batch>
 
-    /// Opens the WAL of the database at `databasePath` and starts the thread; nil when the WAL cannot be opened
-    /// (the writer then syncs through SQLite itself, on its own thread).
+    /// Opens the WAL of the database at `databasePath`; nil when it cannot be opened (the writer then syncs
+    /// through SQLite itself, on its own lane).
     /// - Parameters:
-    ///   - beforeSync: a test hook, called on the thread before each sync.
-    ///   - started: called on the new thread with its `pthread_t`, before any completion runs there.
-    init?(
-        databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, started: @escaping @Sendable (UInt) -> Void
-    ) {
+    ///   - beforeSync: a test hook, called on the syncing thread before each sync.
+    ///   - pool: the threads the syncs run on.
+    init?(databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, pool: StorePool) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
-        path = wal
-        self.beforeSync = beforeSync
-        let thread = Thread { [self] in
-            started(UInt(pthread_self()))
-            run()
-            finished.signal()
-        }
-        thread.name = "canopy.store.sync"
-        thread.start()
+        lane = StoreLane(pool: pool) { taken in Self.sync(taken, descriptor: fd, path: wal, beforeSync: beforeSync) }
     }
 
     deinit { close(descriptor) }
 
     /// Queues a committed group; its completions run after the next sync.
     func hand(_ batch: Batch) {
-        _ = batches.enqueue(batch)
+        _ = lane.enqueue(batch)
     }
 
-    /// Syncs and completes everything handed over, then stops the thread. Call once, from the writer thread.
-    func drainAndStop() {
-        _ = batches.close()
-        finished.wait()
+    /// Whether the calling thread is syncing for this store now (a completion called from it).
+    var isRunningOnCurrentThread: Bool { lane.isRunningOnCurrentThread }
+
+    /// Syncs and completes everything handed over, then runs `then` (on a pool thread). Call once.
+    func drain(then: @escaping @Sendable () -> Void) {
+        lane.close(then: then)
     }
 
-    private func run() {
-        while let taken = batches.takeAll() {
-            var failure: StoreError?
-            beforeSync?()
-            while fdatasync(descriptor) != 0 {
-                let code = errno
-                if code == EINTR { continue }
-                failure = StoreError(.fileSystem, "syncing the WAL failed (errno \(code))", location: path)
-                break
-            }
-            for batch in taken {
-                for (completion, result) in zip(batch.completions, batch.results) {
-                    if let failure, case .success = result {
-                        completion(.failure(failure))
-                    } else {
-                        completion(result)
-                    }
+    private static func sync(_ taken: [Batch], descriptor: Int32, path: String, beforeSync: (@Sendable () -> Void)?) {
+        var failure: StoreError?
+        beforeSync?()
+        while fdatasync(descriptor) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            failure = StoreError(.fileSystem, "syncing the WAL failed (errno \(code))", location: path)
+            break
+        }
+        for batch in taken {
+            for (completion, result) in zip(batch.completions, batch.results) {
+                if let failure, case .success = result {
+                    completion(.failure(failure))
+                } else {
+                    completion(result)
                 }
             }
         }

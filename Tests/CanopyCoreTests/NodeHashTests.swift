@@ -1,4 +1,4 @@
-// NodeHashTests -- the Firebase wire hash (§3.10) against worked vectors and hand-computed SHA-1 texts.
+// NodeHashTests -- the Firebase wire hash (Protocol.md#Hashes) against worked vectors and hand-computed SHA-1 texts.
 
 import Testing
 

@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func exportRoundTrip() throws {
-        // firebase-protocol.md §2.5.
+        // Protocol.md#Export-format.
         let exported = obj(
             (".priority", .string("p")), ("b", obj((".value", .int(1)), (".priority", .int(5)))), ("c", .string("x")))
         let n = try node(exported)

@@ -1,4 +1,5 @@
 // WebSocketHandshakeTests -- the opening handshake's validation and accept value.
+import CanopyCore
 import Testing
 
 @testable import CanopyNet
@@ -24,11 +25,15 @@ import Testing
         #expect(!Self.request([("Connection", "Upgrade")]).isWebSocketUpgrade)
     }
 
-    @Test func base64MatchesKnownVectors() {
-        #expect(WebSocketHandshake.base64(Array("".utf8)) == "")
-        #expect(WebSocketHandshake.base64(Array("f".utf8)) == "Zg==")
-        #expect(WebSocketHandshake.base64(Array("fo".utf8)) == "Zm8=")
-        #expect(WebSocketHandshake.base64(Array("foobar".utf8)) == "Zm9vYmFy")
+    @Test func clientKeysAreSixteenBytesTheServerAccepts() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100 {
+            let key = WebSocketHandshake.makeKey(using: &generator)
+            #expect(Base64.decode(key, url: false)?.count == 16)
+            var headers = Self.valid
+            headers[3] = ("Sec-WebSocket-Key", key)
+            #expect(try WebSocketHandshake.validate(Self.request(headers)) == WebSocketHandshake.acceptValue(forKey: key))
+        }
     }
 
     @Test(arguments: [
@@ -38,6 +43,8 @@ import Testing
         ("GET", "Upgrade", "websocket", "8", "dGhlIHNhbXBsZSBub25jZQ==", .unsupportedVersion),
         ("GET", "Upgrade", "websocket", "13", "short==", .invalidKey),
         ("GET", "Upgrade", "websocket", "13", "dGhlIHNhbXBsZSBub25jZQ=!", .invalidKey),
+        ("GET", "Upgrade", "websocket", "13", "dGhlIHNhbXBsZSBub25jZQ", .invalidKey),
+        ("GET", "Upgrade", "websocket", "13", "dGhlIHNhbXBsZSBub25jZQE=", .invalidKey),
     ])
     func invalidHandshakesAreRefused(
         method: String, connection: String, upgrade: String, version: String, key: String,

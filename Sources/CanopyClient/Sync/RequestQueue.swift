@@ -42,7 +42,7 @@ struct RequestQueue {
         let r = nextRequest
         nextRequest += 1
         handlers[r] = handler
-        let message: JSONValue = ["t": "d", "d": ["r": .int(r), "a": .string(action), "b": body]]
+        let message = Wire.request(r, action, body)
         let frames = WireFraming.frames(for: message.serialized())
         guard held.isEmpty && committed >= submitted else {
             held.append((submitted, frames))

@@ -1,4 +1,5 @@
-// ServerMessage -- parsing one reassembled server message of wire protocol v5 (protocol doc §3.3–3.7).
+// ServerMessage -- parsing one reassembled server message of wire protocol v5 (Protocol.md#Control-messages,
+// Protocol.md#Data-messages).
 
 import CanopyCore
 
@@ -21,25 +22,27 @@ enum ServerMessage: Sendable, Equatable {
 
     /// Parses a message: the fuzzable entry point (text in, message or a typed error out).
     static func parse(_ text: String) throws(Malformed) -> ServerMessage {
-        guard let message = try? JSONValue.parse(text), let type = message["t"]?.stringValue,
-            let body = message["d"]
+        guard let message = try? JSONValue.parse(text), let type = message[Wire.Key.type]?.stringValue,
+            let body = message[Wire.Key.data]
         else { throw Malformed() }
         switch type {
-        case "c":
-            guard let kind = body["t"]?.stringValue else { throw Malformed() }
-            let payload = body["d"] ?? .null
-            if kind == "h" {
-                return .handshake(timestamp: payload["ts"]?.int64Value, session: payload["s"]?.stringValue)
+        case Wire.MessageType.control:
+            guard let kind = body[Wire.Key.type]?.stringValue else { throw Malformed() }
+            let payload = body[Wire.Key.data] ?? .null
+            if kind == Wire.Control.handshake {
+                return .handshake(
+                    timestamp: payload[Wire.Handshake.timestamp]?.int64Value,
+                    session: payload[Wire.Handshake.session]?.stringValue)
             }
             return .control(type: kind, payload: payload)
-        case "d":
-            if let r = body["r"]?.int64Value {
-                let b = body["b"] ?? .null
-                guard let status = b["s"]?.stringValue else { throw Malformed() }
-                return .reply(request: r, status: status, data: b["d"] ?? .null)
+        case Wire.MessageType.data:
+            if let r = body[Wire.Key.request]?.int64Value {
+                let b = body[Wire.Key.body] ?? .null
+                guard let status = b[Wire.Key.status]?.stringValue else { throw Malformed() }
+                return .reply(request: r, status: status, data: b[Wire.Key.data] ?? .null)
             }
-            guard let action = body["a"]?.stringValue else { throw Malformed() }
-            return .push(action: action, body: body["b"] ?? .object([]))
+            guard let action = body[Wire.Key.action]?.stringValue else { throw Malformed() }
+            return .push(action: action, body: body[Wire.Key.body] ?? .object([]))
         default:
             throw Malformed()
         }

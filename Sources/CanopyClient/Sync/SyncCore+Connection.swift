@@ -4,6 +4,9 @@ import CanopyCore
 import Dispatch
 
 extension SyncCore {
+    /// The ping control message, serialized once.
+    static let pingText = Wire.control(Wire.Control.ping).serialized()
+
     /// Feeds the connection machine an event and performs the actions it returns. Queue only.
     func drive(_ event: (inout ConnectionMachine, MonotonicInstant) -> [ConnectionMachine.Action]) {
         let actions = event(&connection, clock.now())
@@ -21,7 +24,7 @@ extension SyncCore {
             transport?.close()
             transport = nil
         case .ping:
-            transport?.send(#"{"t":"c","d":{"t":"p","d":{}}}"#)
+            transport?.send(Self.pingText)
         case .restore:
             restore()
             setInfo(connected: true)
@@ -97,9 +100,9 @@ extension SyncCore {
             drive { machine, now in machine.handshake(attempt: attempt, now: now) }
         case .control(let type, let payload):
             switch type {
-            case "r":
+            case Wire.Control.reset:
                 drive { machine, now in machine.serverRequestedReconnect(now: now) }
-            case "s":
+            case Wire.Control.shutdown:
                 logger.warning("client.server_shutdown", ["reason": payload.stringValue ?? ""])
                 drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
             default:
@@ -144,7 +147,7 @@ extension SyncCore {
         }
     }
 
-    /// The restore sequence after a handshake (protocol doc §3.14): auth, listens, pending writes, deferred
+    /// The restore sequence after a handshake (Protocol.md#Restore-sequence): auth, listens, pending writes, deferred
     /// requests — pipelined; the server handles one connection's requests strictly in order.
     private func restore() {
         if let token { sendAuth(token) }
@@ -168,10 +171,10 @@ extension SyncCore {
     // MARK: - auth
 
     func sendAuth(_ credential: String, completion: (@Sendable () -> Void)? = nil) {
-        send("auth", ["cred": .string(credential)]) { [weak self] outcome in
+        send(Wire.Action.auth, [Wire.Key.credential: .string(credential)]) { [weak self] outcome in
             defer { completion?() }
             guard let self, case .reply(let status, let data) = outcome else { return }
-            if status == "ok" {
+            if status == Wire.Status.ok {
                 // The expiry is server wall time; from here on it is a deadline on the monotonic clock.
                 let expiresIn = data["expires"]?.int64Value.map {
                     Double($0 * 1000 - self.serverNow) / 1000
@@ -200,7 +203,7 @@ extension SyncCore {
         if let newToken {
             sendAuth(newToken, completion: completion)
         } else {
-            send("unauth", [:]) { _ in completion() }
+            send(Wire.Action.unauth, [:]) { _ in completion() }
         }
     }
 

@@ -39,29 +39,29 @@ extension SyncCore {
     func release(_ key: ListenKey) {
         guard let state = listens.release(key) else { return }
         if connection.isConnected {
-            var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
+            var body: [JSONMember] = [JSONMember(Wire.Key.path, .string(key.path.description))]
             if let query = key.query, let tag = state.tag {
-                body.append(JSONMember("q", query.wireObject()))
-                body.append(JSONMember("t", .int(tag)))
+                body.append(JSONMember(Wire.Key.query, query.wireObject()))
+                body.append(JSONMember(Wire.Key.tag, .int(tag)))
             }
-            send("n", .object(body)) { _ in }
+            send(Wire.Action.unlisten, .object(body)) { _ in }
         }
     }
 
     /// Sends `q` with the hash of the server data we hold for it (so an unchanged location is not resent).
     func sendListen(_ key: ListenKey) {
         guard let state = listens[key] else { return }
-        var body: [JSONMember] = [JSONMember("p", .string(key.path.description))]
-        body.append(JSONMember("h", .string(cache.isKnown(key) ? listenHash(key) : "")))
+        var body: [JSONMember] = [JSONMember(Wire.Key.path, .string(key.path.description))]
+        body.append(JSONMember(Wire.Key.hash, .string(cache.isKnown(key) ? listenHash(key) : "")))
         if let query = key.query, let tag = state.tag {
-            body.append(JSONMember("q", query.wireObject()))
-            body.append(JSONMember("t", .int(tag)))
+            body.append(JSONMember(Wire.Key.query, query.wireObject()))
+            body.append(JSONMember(Wire.Key.tag, .int(tag)))
         }
-        send("q", .object(body)) { [weak self] outcome in
+        send(Wire.Action.listen, .object(body)) { [weak self] outcome in
             guard let self, case .reply(let status, let data) = outcome, self.listens[key]?.serial == state.serial else {
                 return
             }
-            if status == "ok" {
+            if status == Wire.Status.ok {
                 _ = self.listens.confirm(key, serial: state.serial)
                 self.cache.markKnown(key)
                 self.markDirty(key)
@@ -85,15 +85,15 @@ extension SyncCore {
 
     func handlePush(_ action: String, _ body: JSONValue) {
         switch action {
-        case "d", "m":
-            guard let text = body["p"]?.stringValue, let path = try? Path(parsing: text) else { return }
-            let tag = body["t"]?.int64Value
+        case Wire.Push.data, Wire.Push.merge:
+            guard let text = body[Wire.Key.path]?.stringValue, let path = try? Path(parsing: text) else { return }
+            let tag = body[Wire.Key.tag]?.int64Value
             var updates: [(Path, Node)] = []
             do {
-                if action == "d" {
-                    updates.append((path, try Node.from(json: body["d"] ?? .null, at: path)))
+                if action == Wire.Push.data {
+                    updates.append((path, try Node.from(json: body[Wire.Key.data] ?? .null, at: path)))
                 } else {
-                    for member in body["d"]?.members ?? [] {
+                    for member in body[Wire.Key.data]?.members ?? [] {
                         let target = path.appending(try Path(parsing: member.key))
                         updates.append((target, try Node.from(json: member.value, at: target)))
                     }
@@ -104,14 +104,14 @@ extension SyncCore {
                 return
             }
             applyServer(updates, tag: tag)
-        case "c":
-            guard let text = body["p"]?.stringValue, let path = try? Path(parsing: text) else { return }
-            let query = body["q"]?[0].flatMap { try? QuerySpec.fromWire($0) }
+        case Wire.Push.listenRevoked:
+            guard let text = body[Wire.Key.path]?.stringValue, let path = try? Path(parsing: text) else { return }
+            let query = body[Wire.Key.query]?[0].flatMap { try? QuerySpec.fromWire($0) }
             for key in listens.keys where key.path == path && (query == nil || key.query == query) {
                 cancelListen(key, error: .permissionDenied(path: path.description))
             }
-        case "ac":
-            logger.info("client.auth_revoked", ["status": body["s"]?.stringValue ?? ""])
+        case Wire.Push.authRevoked:
+            logger.info("client.auth_revoked", ["status": body[Wire.Key.status]?.stringValue ?? ""])
             drive { machine, _ in machine.authRevoked() }
         default:
             return

@@ -12,7 +12,7 @@ extension SyncCore {
         cache.load(cacheRows)
         for row in writeRows {
             guard let path = try? Path(parsing: row.path), let wire = try? JSONValue.parse(row.data),
-                let change = try? resolve(wire, at: path, merge: row.action == "m")
+                let change = try? resolve(wire, at: path, merge: row.action == Wire.Action.merge)
             else {
                 writes.skip(row.id)
                 storeWriter.remove(row.id)

@@ -34,13 +34,16 @@ extension SyncCore {
             return
         }
         refresh(affecting: path)
-        request("p", ["p": .string(path.description), "d": value, "h": .string(base.hash)]) { [weak self] outcome in
+        request(
+            Wire.Action.put,
+            [Wire.Key.path: .string(path.description), Wire.Key.data: value, Wire.Key.hash: .string(base.hash)]
+        ) { [weak self] outcome in
             guard let self else { return }
             switch outcome {
-            case .reply("ok", _):
+            case .reply(Wire.Status.ok, _):
                 self.complete(id, error: nil)
                 completion(.committed)
-            case .reply("datastale", _):
+            case .reply(Wire.Status.dataStale, _):
                 self.complete(id, error: nil)
                 completion(.stale)
             case .reply(let status, let data):
@@ -63,9 +66,9 @@ extension SyncCore {
             completion(.closed)
             return
         }
-        request(action, ["p": .string(path.description), "d": data]) { outcome in
+        request(action, [Wire.Key.path: .string(path.description), Wire.Key.data: data]) { outcome in
             switch outcome {
-            case .reply("ok", _): completion(nil)
+            case .reply(Wire.Status.ok, _): completion(nil)
             case .reply(let status, let data):
                 completion(.from(status: status, message: data.stringValue ?? status, path: path))
             case .disconnected: completion(.disconnected(path: path.description))

@@ -76,7 +76,8 @@ extension SyncCore {
             submitGating { done in storeWriter.markSent(write.id, then: done) }
         }
         writes.markSent(write.id)
-        send(write.action, ["p": .string(write.path.description), "d": write.wire]) { [weak self] outcome in
+        let body: JSONValue = [Wire.Key.path: .string(write.path.description), Wire.Key.data: write.wire]
+        send(write.action, body) { [weak self] outcome in
             self?.writeAnswered(write.id, outcome)
         }
     }
@@ -94,7 +95,7 @@ extension SyncCore {
 
     private func writeAnswered(_ id: Int64, _ outcome: RequestOutcome) {
         guard case .reply(let status, let data) = outcome else { return }  // resent after the reconnect
-        if status == "ok" {
+        if status == Wire.Status.ok {
             complete(id, error: nil)
         } else {
             guard let path = writes.write(id)?.path else { return }

@@ -1,4 +1,4 @@
-// WireFraming -- the client side of wire-protocol v5 framing: counted pieces in, pieces out (protocol doc §3.2).
+// WireFraming -- the client side of wire-protocol v5 framing: counted pieces in, pieces out (Protocol.md#Framing).
 
 import CanopyCore
 

@@ -29,8 +29,8 @@ struct UserWrite: Sendable {
 
     /// The wire action: `p` for a set, `m` for a merge.
     var action: String {
-        if case .merge = change { return "m" }
-        return "p"
+        if case .merge = change { return Wire.Action.merge }
+        return Wire.Action.put
     }
 
     /// The absolute locations the write sets, in order.

@@ -89,7 +89,7 @@ public final class WebSocketClient {
         loop.assertInLoop()
         var generator = SystemRandomNumberGenerator()
         random = generator.next() | 1
-        let key = WebSocketHandshake.base64((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let key = WebSocketHandshake.makeKey(using: &generator)
         expectedAccept = WebSocketHandshake.acceptValue(forKey: key)
         let hostField = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         var request =

@@ -11,8 +11,9 @@
 //
 // Admin means the admin credential or a token whose `admin` claim is true; the namespace's policy decides it
 // (`AccessOperation.admin`). Writes go through `Namespace.perform`: computed by CanopyPublish from the namespace's
-// own tree inside the loop (so publishes of one event are serialized) and committed as one batch: one SQLite
-// transaction, one consistent change per location for listeners.
+// tree on the compute thread (a large publish would otherwise stall every namespace), then committed on the loop
+// as one batch — one SQLite transaction, one consistent change per location for listeners — only if the tree is
+// still the one they were computed from; otherwise computed again (a publish is never committed stale).
 
 import CanopyCore
 import CanopyNet

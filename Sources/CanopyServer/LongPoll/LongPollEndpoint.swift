@@ -103,8 +103,7 @@ final class LongPollEndpoint {
             let session = connection.session, session.namespace === namespace
         else {
             logger.debug("lp.upgrade_unknown_session", ["ns": namespace.name])
-            let reset: JSONValue = ["t": "c", "d": ["t": "r", "d": .string(host)]]
-            socket.send(text: reset.serialized())
+            socket.send(text: Wire.control(Wire.Control.reset, .string(host)).serialized())
             socket.close(code: 1000, reason: "")
             return
         }

@@ -1,6 +1,6 @@
 // LongPollRequest -- what one `/.lp` request asks for, parsed strictly from its query parameters.
 //
-// The Firebase JS SDK's long-poll transport (firebase-protocol.md §3.16) sends only GET requests whose query says
+// The Firebase JS SDK's long-poll transport (Protocol.md#Long-polling) sends only GET requests whose query says
 // everything:
 // - `start=t&ser=<random>&cb=<n>&v=5[&ns=..][&ls=..]`: open a session. `cb` is the number the page appended to
 //   its callback names (`pLPCommand<cb>`, `pRTLPCB<cb>`).

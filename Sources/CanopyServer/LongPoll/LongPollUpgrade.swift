@@ -1,7 +1,7 @@
 // LongPollUpgrade -- moves a long-poll session onto a WebSocket the client opened for it (`/.ws?s=<handshake s>`).
 //
 // The SDK starts on long polling after a failed WebSocket attempt, then tries a WebSocket again as a secondary
-// connection named by the handshake's `s`. The switch (firebase-protocol.md §3.3, `a` and `n`):
+// connection named by the handshake's `s`. The switch (Protocol.md#Long-polling; control messages `a` and `n`):
 // 1. The server accepts the socket and sends the switch ack `a`; the client pings it until two pongs came back.
 // 2. The client sends `a` on the socket and `n` (end of transmission) on the long poll, and from then on sends on
 //    the socket. What it sends there is held until the long poll's `n` was handled, so requests keep their order.
@@ -32,14 +32,16 @@ final class LongPollUpgrade {
     func begin() {
         socket.onText = { [weak self] text in self?.received(text) }
         socket.onClose = { [weak self] in self?.socketClosed() }
-        socket.send(text: #"{"t":"c","d":{"t":"a","d":{}}}"#)
+        socket.send(text: Wire.control(Wire.Control.switchAck).serialized())
     }
 
     private func received(_ text: String) {
-        if !clientSwitched, let message = try? JSONValue.parse(text), message["t"] == "c" {
-            switch message["d"]?["t"]?.stringValue {
-            case "p": socket.send(text: #"{"t":"c","d":{"t":"o","d":{}}}"#)
-            case "a": clientSwitched = true
+        if !clientSwitched, let message = try? JSONValue.parse(text),
+            message[Wire.Key.type]?.stringValue == Wire.MessageType.control
+        {
+            switch message[Wire.Key.data]?[Wire.Key.type]?.stringValue {
+            case Wire.Control.ping: socket.send(text: Wire.control(Wire.Control.pong).serialized())
+            case Wire.Control.switchAck: clientSwitched = true
             default: break
             }
             return
@@ -56,7 +58,7 @@ final class LongPollUpgrade {
     /// The client ended transmission on the long poll: move the session to the socket.
     func complete() {
         guard let connection, let session = connection.session, !socket.isClosed else { return }
-        connection.send(text: #"{"t":"c","d":{"t":"n","d":{}}}"#)
+        connection.send(text: Wire.control(Wire.Control.endTransmission).serialized())
         connection.retire()
         session.switchTransport(to: socket)
         let pending = held

@@ -38,6 +38,7 @@ extension WriteError: HTTPResponseError {
         case .conditionFailed: 412
         case .publish(let error): error.status
         case .storageFailed: 500
+        case .conflict: 409
         }
     }
 
@@ -64,6 +65,7 @@ extension NamespaceError: HTTPResponseError {
         switch self {
         case .invalidName: 400
         case .unavailable: 500
+        case .openFailed(_, let transient): transient ? 503 : 500
         case .rulesUnavailable: 503
         }
     }

@@ -27,6 +27,11 @@ final class RESTHandler: HTTPHandler {
     init(context: ServerContext) { self.context = context }
 
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        context.whenNamespaceReady(for: request, responder) { [self] in handleLoaded(request, responder) }
+    }
+
+    /// Handles a request whose namespace is open (or has no file).
+    private func handleLoaded(_ request: HTTPRequest, _ responder: HTTPResponder) {
         do {
             try route(request, responder)
         } catch {

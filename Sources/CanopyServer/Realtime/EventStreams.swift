@@ -1,6 +1,6 @@
 // EventStreams -- listen groups and REST streaming (Server-Sent Events) framing.
 //
-// SSE wire format (firebase-protocol.md §2.9): `event: <name>\ndata: <json>\n\n`, LF-only. The first event is a
+// SSE wire format (Protocol.md#Streaming): `event: <name>\ndata: <json>\n\n`, LF-only. The first event is a
 // `put` at "/" with the whole value; later changes at or below the location are `put`s with the path relative to
 // it, or, for an update (PATCH, `update()`) at or below it, one `patch` whose data holds the updated children
 // relative to its path, as Firebase sends them; a change above it is a `put` at "/" with the location's new value.

@@ -53,7 +53,7 @@ final class RealtimeHub: RealtimeService {
         }
         guard let socket = responder.upgradeToWebSocket(request) else { return }
         let host = request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)"
-        if let transportSession = params["s"], !transportSession.isEmpty {
+        if let transportSession = params[Wire.Handshake.session], !transportSession.isEmpty {
             longPoll.upgrade(socket, handshakeID: transportSession, namespace: namespace, host: host)
             return
         }

@@ -8,7 +8,7 @@ import CanopyNet
 /// A change is delivered to every session of a listen group (all with the same tag) as the same messages, so the
 /// fan-out serializes them once and frames them once; each WebSocket then only copies the finished frames into
 /// its batched output. Messages longer than 16384 UTF-16 units travel as a bare piece count followed by the
-/// pieces (firebase-protocol.md §3.2), cut on scalar boundaries; `texts` keeps each message whole for
+/// pieces (Protocol.md#Framing), cut on scalar boundaries; `texts` keeps each message whole for
 /// transports that carry whole messages (long polling).
 struct WireMessages {
     /// Largest frame, in UTF-16 units.
@@ -31,7 +31,7 @@ struct WireMessages {
     init(closing prefixes: [[UInt8]], tag: Int64?) {
         var suffix: [UInt8] = []
         if let tag {
-            suffix.append(contentsOf: #","t":"#.utf8)
+            suffix.append(contentsOf: Self.tagSeparator)
             JSONValue.int(tag).write(into: &suffix)
         }
         suffix.append(contentsOf: "}}}".utf8)
@@ -45,6 +45,12 @@ struct WireMessages {
             })
     }
 
+    /// The serialized fixed parts of pushes: `{"t":"d","d":{"a":"d"|"m","b":{"p":`, `,"d":` and `,"t":`.
+    private static let setOpening = Wire.pushOpening(Wire.Push.data)
+    private static let mergeOpening = Wire.pushOpening(Wire.Push.merge)
+    private static let dataSeparator = Wire.memberSeparator(Wire.Key.data)
+    private static let tagSeparator = Wire.memberSeparator(Wire.Key.tag)
+
     /// The shared part of `d` (set) and `m` (merge) pushes for a list of updates: everything but the tag and the
     /// closing braces, so a group serializes each change once however many sessions listen, whatever their tags.
     static func dataMessagePrefixes(_ updates: [ListenUpdate]) -> [[UInt8]] {
@@ -53,14 +59,15 @@ struct WireMessages {
             bytes.reserveCapacity(128)
             switch update {
             case .set(let path, let value):
-                bytes.append(contentsOf: #"{"t":"d","d":{"a":"d","b":{"p":"#.utf8)
+                bytes.append(contentsOf: Self.setOpening)
                 JSONValue.string(path.description).write(into: &bytes)
-                bytes.append(contentsOf: #","d":"#.utf8)
+                bytes.append(contentsOf: Self.dataSeparator)
                 value.writeJSON(export: true, into: &bytes)
             case .merge(let path, let children, _):
-                bytes.append(contentsOf: #"{"t":"d","d":{"a":"m","b":{"p":"#.utf8)
+                bytes.append(contentsOf: Self.mergeOpening)
                 JSONValue.string(path.description).write(into: &bytes)
-                bytes.append(contentsOf: #","d":{"#.utf8)
+                bytes.append(contentsOf: Self.dataSeparator)
+                bytes.append(UInt8(ascii: "{"))
                 for (index, child) in children.enumerated() {
                     if index > 0 { bytes.append(UInt8(ascii: ",")) }
                     JSONValue.string(child.path.segments.joined(separator: "/")).write(into: &bytes)

@@ -1,8 +1,9 @@
 // WireSession -- one Firebase Realtime Database wire-protocol (v5) connection over a WebSocket or long polling.
 //
-// Envelopes (firebase-protocol.md §3): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
+// Envelopes (Protocol.md#Wire-protocol): control `{"t":"c","d":{"t":<type>,"d":…}}`, data requests
 // `{"t":"d","d":{"r":<n>,"a":<action>,"b":{…}}}`, responses `{"t":"d","d":{"r":<n>,"b":{"s":<status>,"d":…}}}`,
-// pushes `{"t":"d","d":{"a":"d"|"m"|"c"|"ac","b":{…}}}` (`m`: an update, its children by relative path).
+// pushes `{"t":"d","d":{"a":"d"|"m"|"c"|"ac","b":{…}}}` (`m`: an update, its children by relative path); the
+// names are `Wire`'s (CanopyCore's WireProtocol.swift).
 // Messages longer than 16384 characters travel as a bare piece count followed by the pieces. A connection's
 // requests are handled strictly in order: writes and reads wait for durability through their namespace, and
 // replies are sent in request order.
@@ -92,11 +93,13 @@ final class WireSession {
         attach(socket)
         let now = hub.context.configuration.clock.nowMilliseconds()
         handshakeID = Self.sessionID()
-        let handshake: JSONValue = [
-            "t": "c",
-            "d": ["t": "h", "d": ["ts": .int(now), "v": "5", "h": .string(host), "s": .string(handshakeID)]],
-        ]
-        send(handshake)
+        send(
+            Wire.control(
+                Wire.Control.handshake,
+                [
+                    Wire.Handshake.timestamp: .int(now), Wire.Handshake.version: .string(Wire.version),
+                    Wire.Handshake.host: .string(host), Wire.Handshake.session: .string(handshakeID),
+                ]))
     }
 
     // MARK: - receiving
@@ -112,30 +115,33 @@ final class WireSession {
     }
 
     private func handleMessage(_ text: String) {
-        guard let message = try? JSONValue.parse(text), let type = message["t"]?.stringValue,
-            let body = message["d"]
+        guard let message = try? JSONValue.parse(text), let type = message[Wire.Key.type]?.stringValue,
+            let body = message[Wire.Key.data]
         else {
             logger.debug("wire.bad_message")
             end(code: 1002, reason: "malformed message")
             return
         }
-        if type == "c" {
-            if body["t"]?.stringValue == "p" { send(["t": "c", "d": ["t": "o", "d": [:]]]) }
-            if body["t"]?.stringValue == "n" { onEndTransmission?() }
+        if type == Wire.MessageType.control {
+            let control = body[Wire.Key.type]?.stringValue
+            if control == Wire.Control.ping { send(Wire.control(Wire.Control.pong)) }
+            if control == Wire.Control.endTransmission { onEndTransmission?() }
             return
         }
-        guard type == "d", let action = body["a"]?.stringValue else { return }
-        let request = body["r"]?.int64Value
-        let payload = body["b"] ?? .object([])
+        guard type == Wire.MessageType.data, let action = body[Wire.Key.action]?.stringValue else { return }
+        let request = body[Wire.Key.request]?.int64Value
+        let payload = body[Wire.Key.body] ?? .object([])
         handle(action: action, request: request, body: payload)
     }
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
-        logger.trace("wire.request", ["action": action, "r": r.map(String.init) ?? "-", "path": body["p"]?.stringValue ?? "-"])
+        logger.trace(
+            "wire.request",
+            ["action": action, "r": r.map(String.init) ?? "-", "path": body[Wire.Key.path]?.stringValue ?? "-"])
         if let failure = namespace.rulesFailure, Self.dataActions.contains(action) {
             // The namespace's saved rules cannot be loaded: no data in or out until an admin replaces them. (The
             // SDKs report `unavailable` as an error of the listen or write.)
-            reply(r, "unavailable", failure)
+            reply(r, Wire.Status.unavailable, failure)
             return
         }
         // A token past its revocation time is revoked before this request is served, even if its timer has not
@@ -144,30 +150,35 @@ final class WireSession {
             tokenExpired()
         }
         switch action {
-        case "s", "appcheck", "unappeck", "unappcheck": reply(r, "ok", "")
-        case "auth", "gauth": authenticate(r, body)
-        case "unauth":
+        case Wire.Action.stats, Wire.Action.appCheck, Wire.Action.appCheckRemovedJS, Wire.Action.appCheckRemoved:
+            reply(r, Wire.Status.ok, "")
+        case Wire.Action.auth, Wire.Action.adminAuth: authenticate(r, body)
+        case Wire.Action.unauth:
             setIdentity(.anonymous, expiresAt: nil)
-            reply(r, "ok", "")
-        case "q", "l": listen(r, body)
-        case "n", "u": unlisten(r, body)
-        case "g": get(r, body)
-        case "p": put(r, body)
-        case "m": merge(r, body)
-        case "o", "om": queueDisconnect(r, body, kind: action == "o" ? .put : .merge)
-        case "oc": cancelDisconnect(r, body)
-        default: reply(r, "failure", "Unknown action '\(action)'.")
+            reply(r, Wire.Status.ok, "")
+        case Wire.Action.listen, Wire.Action.legacyListen: listen(r, body)
+        case Wire.Action.unlisten, Wire.Action.legacyUnlisten: unlisten(r, body)
+        case Wire.Action.get: get(r, body)
+        case Wire.Action.put: put(r, body)
+        case Wire.Action.merge: merge(r, body)
+        case Wire.Action.onDisconnectPut: queueDisconnect(r, body, kind: .put)
+        case Wire.Action.onDisconnectMerge: queueDisconnect(r, body, kind: .merge)
+        case Wire.Action.onDisconnectCancel: cancelDisconnect(r, body)
+        default: reply(r, Wire.Status.failure, "Unknown action '\(action)'.")
         }
     }
 
     /// The actions that read or write data (listens, gets, writes, onDisconnect operations).
-    private static let dataActions: Set<String> = ["q", "l", "g", "p", "m", "o", "om"]
+    private static let dataActions: Set<String> = [
+        Wire.Action.listen, Wire.Action.legacyListen, Wire.Action.get, Wire.Action.put, Wire.Action.merge,
+        Wire.Action.onDisconnectPut, Wire.Action.onDisconnectMerge,
+    ]
 
     // MARK: - auth
 
     private func authenticate(_ r: Int64?, _ body: JSONValue) {
-        guard let credential = body["cred"]?.stringValue else {
-            reply(r, "invalid_token", "Missing credential.")
+        guard let credential = body[Wire.Key.credential]?.stringValue else {
+            reply(r, Wire.Status.invalidToken, "Missing credential.")
             return
         }
         var newIdentity: Identity
@@ -175,13 +186,13 @@ final class WireSession {
             newIdentity = try hub.context.credentials.identify(credential: credential, namespace: namespace.name)
         } catch {
             let expired = error.userMessage.lowercased().contains("expired")
-            reply(r, expired ? "expired_token" : "invalid_token", error.userMessage)
+            reply(r, expired ? Wire.Status.expiredToken : Wire.Status.invalidToken, error.userMessage)
             return
         }
         if newIdentity.isAdmin {
-            if body["noauth"]?.boolValue == true {
+            if body[Wire.Key.noAuth]?.boolValue == true {
                 newIdentity = .anonymous
-            } else if let authvar = body["authvar"], case .object = authvar {
+            } else if let authvar = body[Wire.Key.authOverride], case .object = authvar {
                 newIdentity = .user(auth: authvar, expiresAt: nil)
             }
         }
@@ -190,7 +201,7 @@ final class WireSession {
         setIdentity(newIdentity, expiresAt: expires)
         var answer: [JSONMember] = [JSONMember("auth", newIdentity.isAdmin ? ["admin": true] : newIdentity.rulesAuth)]
         if let expires { answer.append(JSONMember("expires", .int(expires / 1000))) }
-        reply(r, "ok", .object(answer))
+        reply(r, Wire.Status.ok, .object(answer))
     }
 
     private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
@@ -211,7 +222,9 @@ final class WireSession {
         expiry?.cancel()
         expiry = nil
         guard machine.tokenExpired() else { return }
-        push("ac", ["s": "expired_token", "d": "Auth token is expired."])
+        push(
+            Wire.Push.authRevoked,
+            [Wire.Key.status: .string(Wire.Status.expiredToken), Wire.Key.data: "Auth token is expired."])
         recheckListens()
     }
 
@@ -219,9 +232,9 @@ final class WireSession {
     func recheckListens() {
         for (key, listen) in listens
         where !hub.allowed(identity, read: listen.group.path, query: listen.group.query, in: namespace) {
-            var body: [JSONMember] = [JSONMember("p", .string(listen.group.path.description))]
-            if let query = listen.group.query { body.append(JSONMember("q", [query.wireObject()])) }
-            push("c", .object(body))
+            var body: [JSONMember] = [JSONMember(Wire.Key.path, .string(listen.group.path.description))]
+            if let query = listen.group.query { body.append(JSONMember(Wire.Key.query, [query.wireObject()])) }
+            push(Wire.Push.listenRevoked, .object(body))
             drop(key)
         }
     }
@@ -229,15 +242,17 @@ final class WireSession {
     // MARK: - listens
 
     private func listen(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r), let spec = parseQuery(body["q"], r) else { return }
+        guard let path = parsePath(body[Wire.Key.path], r), let spec = parseQuery(body[Wire.Key.query], r) else {
+            return
+        }
         let query = spec?.loadsAllData == true ? nil : spec
-        let tag = body["t"]?.int64Value
+        let tag = body[Wire.Key.tag]?.int64Value
         guard hub.allowed(identity, read: path, query: query, in: namespace) else {
-            reply(r, "permission_denied", "Permission denied")
+            reply(r, Wire.Status.permissionDenied, "Permission denied")
             return
         }
         let key = Self.listenKey(path, tag)
-        let clientHash = body["h"]?.stringValue
+        let clientHash = body[Wire.Key.hash]?.stringValue
         // Sent once everything written before this request is durable, from the tree the group's listeners were
         // last told of (later batches may have been fanned out meanwhile; see `Namespace.shownRoot`).
         namespace.whenDurable { [weak self] _ in
@@ -245,7 +260,7 @@ final class WireSession {
             // Checked again: the auth (`unauth`, a new token, expiry) or the rules may have changed meanwhile, and
             // `recheckListens` only sees listens that have joined.
             guard self.hub.allowed(self.identity, read: path, query: query, in: self.namespace) else {
-                self.reply(r, "permission_denied", "Permission denied")
+                self.reply(r, Wire.Status.permissionDenied, "Permission denied")
                 return
             }
             self.drop(key)
@@ -258,18 +273,18 @@ final class WireSession {
                 self.push(WireMessages.dataMessagePrefixes([.set(path: path, value: value)]), tag: tag)
             }
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
-            self.reply(r, "ok", unindexed ? ["w": ["no_index"]] : [:])
+            self.reply(r, Wire.Status.ok, unindexed ? [Wire.Key.warnings: [.string(Wire.Warning.noIndex)]] : [:])
         }
     }
 
     private func unlisten(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r) else { return }
-        let key = Self.listenKey(path, body["t"]?.int64Value)
+        guard let path = parsePath(body[Wire.Key.path], r) else { return }
+        let key = Self.listenKey(path, body[Wire.Key.tag]?.int64Value)
         // After the listens sent before it have joined (they wait for durability too), so it cannot miss one.
         namespace.whenDurable { [weak self] _ in
             guard let self, !self.machine.isClosed else { return }
             self.drop(key)
-            self.reply(r, "ok", "")
+            self.reply(r, Wire.Status.ok, "")
         }
     }
 
@@ -286,37 +301,39 @@ final class WireSession {
 
     private func get(_ r: Int64?, _ body: JSONValue) {
         // An invalid query fails as it does for a listen: never answered with the unfiltered data.
-        guard let path = parsePath(body["p"], r), let query = parseQuery(body["q"], r) else { return }
+        guard let path = parsePath(body[Wire.Key.path], r), let query = parseQuery(body[Wire.Key.query], r) else {
+            return
+        }
         guard hub.allowed(identity, read: path, query: query, in: namespace) else {
-            reply(r, "permission_denied", "Permission denied")
+            reply(r, Wire.Status.permissionDenied, "Permission denied")
             return
         }
         let node = namespace.root.node(at: path)
         namespace.whenDurable { [weak self] _ in
             let value = query.map { $0.window(of: node) } ?? node
-            self?.reply(r, "ok", value.json(export: true))
+            self?.reply(r, Wire.Status.ok, value.json(export: true))
         }
     }
 
     // MARK: - writes
 
     private func put(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r, allowPriority: true) else { return }
+        guard let path = parsePath(body[Wire.Key.path], r, allowPriority: true) else { return }
         // A transaction's `h`: the hash of the data the client computed from.
-        let condition = body["h"]?.stringValue.map { WriteCondition.hash($0, at: path) }
-        perform(r, .set(path: path, data: body["d"] ?? .null), condition: condition)
+        let condition = body[Wire.Key.hash]?.stringValue.map { WriteCondition.hash($0, at: path) }
+        perform(r, .set(path: path, data: body[Wire.Key.data] ?? .null), condition: condition)
     }
 
     private func merge(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r) else { return }
-        perform(r, .update(path: path, data: body["d"] ?? .null), condition: nil)
+        guard let path = parsePath(body[Wire.Key.path], r) else { return }
+        perform(r, .update(path: path, data: body[Wire.Key.data] ?? .null), condition: nil)
     }
 
     /// Performs a write through the namespace's pipeline and replies to request `r` once it is durable.
     private func perform(_ r: Int64?, _ operation: WriteOperation, condition: WriteCondition?) {
         namespace.perform(operation, as: identity, now: now, condition: condition) { [weak self] result in
             switch result {
-            case .success: self?.reply(r, "ok", "")
+            case .success: self?.reply(r, Wire.Status.ok, "")
             case .failure(let error): self?.reply(r, error.wireStatus, error.wireMessage)
             }
         }
@@ -336,20 +353,20 @@ final class WireSession {
 
     /// Queues an onDisconnect operation once the pipeline would perform it now (valid data, allowed by the rules).
     private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
-        guard let path = parsePath(body["p"], r, allowPriority: kind == .put) else { return }
-        let op = DisconnectOperation(kind: kind, path: path, data: body["d"] ?? .null, identity: identity)
+        guard let path = parsePath(body[Wire.Key.path], r, allowPriority: kind == .put) else { return }
+        let op = DisconnectOperation(kind: kind, path: path, data: body[Wire.Key.data] ?? .null, identity: identity)
         if let error = namespace.check(operation(of: op), as: identity, now: now) {
             reply(r, error.wireStatus, error.wireMessage)
             return
         }
         onDisconnect.append(op)
-        reply(r, "ok", "")
+        reply(r, Wire.Status.ok, "")
     }
 
     private func cancelDisconnect(_ r: Int64?, _ body: JSONValue) {
-        guard let path = parsePath(body["p"], r) else { return }
+        guard let path = parsePath(body[Wire.Key.path], r) else { return }
         onDisconnect.removeAll { path.isAncestorOrSelf(of: $0.path) }
-        reply(r, "ok", "")
+        reply(r, Wire.Status.ok, "")
     }
 
     /// Runs the queued onDisconnect operations in order, each through the pipeline as the identity that queued it.
@@ -405,13 +422,13 @@ final class WireSession {
 
     private func parsePath(_ value: JSONValue?, _ r: Int64?, allowPriority: Bool = false) -> Path? {
         guard let text = value?.stringValue else {
-            reply(r, "failure", "Missing path.")
+            reply(r, Wire.Status.failure, "Missing path.")
             return nil
         }
         do {
             return try Path(parsing: text, allowPriorityLeaf: allowPriority)
         } catch {
-            reply(r, "failure", error.userMessage)
+            reply(r, Wire.Status.failure, error.userMessage)
             return nil
         }
     }
@@ -423,7 +440,7 @@ final class WireSession {
         do {
             return .some(try QuerySpec.fromWire(value))
         } catch {
-            reply(r, "failure", error.userMessage)
+            reply(r, Wire.Status.failure, error.userMessage)
             return nil
         }
     }
@@ -431,23 +448,29 @@ final class WireSession {
     private func reply(_ r: Int64?, _ status: String, _ message: String) {
         guard let r else { return }
         // The common replies (`ok` with an empty message) are written straight to bytes, without a JSONValue.
-        var bytes = Array(#"{"t":"d","d":{"r":"#.utf8)
+        var bytes = Self.replyOpening
         bytes += Array(String(r).utf8)
-        bytes += Array(#","b":{"s":"#.utf8)
+        bytes += Self.replyStatus
         JSONValue.string(status).write(into: &bytes)
-        bytes += Array(#","d":"#.utf8)
+        bytes += Self.replyData
         JSONValue.string(message).write(into: &bytes)
         bytes += Array("}}}".utf8)
         sendMessage(bytes)
     }
 
+    /// The fixed parts of a reply, `{"t":"d","d":{"r":` <n> `,"b":{"s":` <status> `,"d":` <message> `}}}`.
+    private static let replyOpening = Array(
+        #"{"\#(Wire.Key.type)":"\#(Wire.MessageType.data)","\#(Wire.Key.data)":{"\#(Wire.Key.request)":"#.utf8)
+    private static let replyStatus = Array(#","\#(Wire.Key.body)":{"\#(Wire.Key.status)":"#.utf8)
+    private static let replyData = Wire.memberSeparator(Wire.Key.data)
+
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
         guard let r else { return }
-        send(["t": "d", "d": ["r": .int(r), "b": ["s": .string(status), "d": data]]])
+        send(Wire.response(r, status, data))
     }
 
     private func push(_ action: String, _ body: JSONValue) {
-        send(["t": "d", "d": ["a": .string(action), "b": body]])
+        send(Wire.push(action, body))
     }
 
     private func send(_ message: JSONValue) {

@@ -9,12 +9,16 @@
 //        current node, after the writes before it are durable — and only if the identity may read that node;
 //     4. data writes: the policy decides `.write` / `.update` on the old and the new tree;
 //     5. commit (`Namespace.commit`, which takes only an `AuthorizedWrite`, made nowhere but here);
+//        an admin action's steps 2–3 run on the compute thread instead (`performOffLoop`), and it is committed
+//        only if the tree did not change meanwhile;
 //     6. answer from `whenDurable`: `.success(receipt)` or `.storageFailed`.
 //
 // Because `AuthorizedWrite` can only be made in this file, and only from an allowing decision, no front end can
 // reach the store without a policy decision: that is the README's "one authorization seam", by construction.
 
 import CanopyCore
+import CanopyPublish
+import CanopyStore
 
 /// Tree writes that the policy allowed. Only `Namespace.perform` (this file) makes them.
 struct AuthorizedWrite {
@@ -22,13 +26,16 @@ struct AuthorizedWrite {
     let newRoot: Node
     let mergeBase: Path?
     let decision: AccessDecision
+    /// The store mutations, when they were computed off the loop from the tree the write applies to.
+    let mutations: [StoreMutation]?
 
-    fileprivate init(_ built: BuiltWrite, decision: AccessDecision) {
+    fileprivate init(_ built: BuiltWrite, decision: AccessDecision, mutations: [StoreMutation]? = nil) {
         precondition(decision.allowed, "only an allowing decision authorizes a write")
         writes = built.writes
         newRoot = built.newRoot
         mergeBase = built.mergeBase
         self.decision = decision
+        self.mutations = mutations
     }
 }
 
@@ -47,6 +54,10 @@ extension Namespace {
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition? = nil,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
+        if case .admin = operation, let offLoop {
+            performOffLoop(operation, as: identity, now: now, condition: condition, on: offLoop, attempt: 1, completion)
+            return
+        }
         let before = root
         let built: BuiltWrite
         let authorized: AuthorizedWrite
@@ -83,6 +94,73 @@ extension Namespace {
     /// Whether `identity` may read `path` (through `query`) now.
     public func authorizeRead(_ path: Path, query: QuerySpec?, as identity: Identity, now: Int64) -> AccessDecision {
         policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now)
+    }
+
+    /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
+    static let offLoopAttempts = 3
+
+    /// An admin write (a publish: thousands of locations) is built on the compute thread from the tree as it is
+    /// now, and committed on the loop only if the tree is still that one (`version`); when another write changed it
+    /// meanwhile it is built again, up to `offLoopAttempts` times, then refused (`.conflict`): never stale.
+    private func performOffLoop(
+        _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?,
+        on offLoop: @escaping (@escaping @Sendable () -> Void) -> Void, attempt: Int,
+        _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) {
+        guard case .admin(let action) = operation else { preconditionFailure("admin actions only") }
+        let decision = authorizeAdmin(action.name, as: identity, now: now)
+        guard decision.allowed else { return completion(.failure(.permissionDenied(reason: decision.reason))) }
+        let root = self.root
+        let version = self.version
+        let publisher = identity.uid
+        let loop = self.loop
+        let back = LoopHeld((self, completion), loop: loop)
+        offLoop {
+            let result = Result { () throws(WriteError) -> (BuiltWrite, [StoreMutation]) in
+                let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher)
+                let mutations = built.writes.flatMap {
+                    Namespace.mutations(for: $0.path, before: root, after: built.newRoot)
+                }
+                // Hashes are cached per node: the ETags the answer and a conditional retry need are computed here.
+                _ = root.node(at: PublishLayout.pendingContent).etag
+                _ = built.newRoot.node(at: PublishLayout.pendingContent).etag
+                return (built, mutations)
+            }
+            let computed = LoopHeld(result, loop: loop)  // BuiltWrite holds tuples, which are not Sendable
+            loop.execute {
+                let (namespace, completion) = back.value
+                namespace.finishOffLoop(
+                    operation, as: identity, now: now, condition: condition, attempt: attempt,
+                    computed: computed.value, from: root, version: version, decision: decision, completion)
+            }
+        }
+    }
+
+    private func finishOffLoop(
+        _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?, attempt: Int,
+        computed: Result<(BuiltWrite, [StoreMutation]), WriteError>, from old: Node, version: UInt64,
+        decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) {
+        guard self.version == version else {
+            guard attempt < Self.offLoopAttempts, let offLoop else { return completion(.failure(.conflict)) }
+            performOffLoop(
+                operation, as: identity, now: now, condition: condition, on: offLoop, attempt: attempt + 1, completion)
+            return
+        }
+        if let condition, !condition.holds(in: old) {
+            let current = old.node(at: condition.path)
+            whenDurable { _ in completion(.failure(.conditionFailed(current: current, at: condition.path))) }
+            return
+        }
+        let (built, mutations): (BuiltWrite, [StoreMutation])
+        switch computed {
+        case .success(let value): (built, mutations) = value
+        case .failure(let error): return completion(.failure(error))
+        }
+        commit(AuthorizedWrite(built, decision: decision, mutations: mutations))
+        let receipt = WriteReceipt(
+            before: old, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }
 
     /// Steps 1–4 of the pipeline (see the file header).

@@ -92,6 +92,8 @@ public enum WriteError: Error, Sendable {
     case publish(PublishError)
     /// The batch could not be stored (a full disk, a file that cannot be created); nothing was changed.
     case storageFailed
+    /// The tree kept changing while an admin action was computed off the loop; nothing was changed.
+    case conflict
 }
 
 extension WriteError: CanopyError {
@@ -102,6 +104,7 @@ extension WriteError: CanopyError {
         case .conditionFailed: "condition_failed"
         case .publish(let error): error.code
         case .storageFailed: "storage_failed"
+        case .conflict: "conflict"
         }
     }
 
@@ -112,6 +115,7 @@ extension WriteError: CanopyError {
         case .conditionFailed: "The data changed: the condition of this write does not hold."
         case .publish(let error): error.userMessage
         case .storageFailed: "The write could not be stored; nothing was changed."
+        case .conflict: "The event kept changing while this was computed; nothing was changed. Try again."
         }
     }
 

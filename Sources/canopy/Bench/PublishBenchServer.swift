@@ -17,15 +17,28 @@ final class PublishBenchServer {
     private let dataDirectory: String
     private let client: HTTPClient
 
-    /// Raises RLIMIT_NOFILE, spawns `<this binary> serve --port 0`, and waits for its port and credential.
-    init(namespace: String) throws {
+    /// The child's process ID (for its thread, memory and descriptor counts).
+    var processID: Int32 { process.processIdentifier }
+    /// Whether `stop()` removes the data directory.
+    private let removesData: Bool
+
+    /// Raises RLIMIT_NOFILE, spawns `<binary> serve --port 0`, and waits for its port and credential.
+    /// - Parameters:
+    ///   - binary: the `canopy` to run (default: this one), e.g. another build to compare with.
+    ///   - dataDirectory: a data directory to reuse (kept on `stop()`); default a fresh one, removed on `stop()`.
+    ///   - arguments: more `serve` options.
+    init(namespace: String, binary: String? = nil, dataDirectory: String? = nil, arguments: [String] = []) throws {
         raiseOpenFileLimit()
         self.namespace = namespace
-        dataDirectory = NSTemporaryDirectory() + "canopy-bench-publish-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        removesData = dataDirectory == nil
+        self.dataDirectory =
+            dataDirectory
+            ?? NSTemporaryDirectory() + "canopy-bench-publish-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let dataDirectory = self.dataDirectory
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executablePath())
-        process.arguments = ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"]
+        process.executableURL = URL(fileURLWithPath: binary ?? Self.executablePath())
+        process.arguments = ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.standardError
@@ -47,7 +60,7 @@ final class PublishBenchServer {
         else {
             process.terminate()
             process.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: dataDirectory)
+            if removesData { try? FileManager.default.removeItem(atPath: dataDirectory) }
             throw CommandFailure("the benchmark daemon did not start: \(collected)")
         }
         port = found
@@ -55,17 +68,17 @@ final class PublishBenchServer {
         client = HTTPClient(host: "127.0.0.1", port: found, timeoutSeconds: 300)
     }
 
-    /// Terminates the child (SIGTERM, then SIGKILL after 5 s) and removes its data directory.
+    /// Terminates the child (SIGTERM, then SIGKILL after 60 s) and removes its data directory unless it was given.
     func stop() {
         client.close()
         if process.isRunning {
             process.terminate()
-            let deadline = Date().addingTimeInterval(5)
+            let deadline = Date().addingTimeInterval(60)
             while process.isRunning && Date() < deadline { usleep(20_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(atPath: dataDirectory)
+        if removesData { try? FileManager.default.removeItem(atPath: dataDirectory) }
     }
 
     /// One admin REST request; throws unless the status is 2xx.

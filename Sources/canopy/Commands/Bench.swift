@@ -22,6 +22,13 @@ struct BenchCommand: Command {
           first; the table shows each side's median round and the ratio is the median of the pairs' ratios.
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>]
+        canopy bench isolation [--megabytes <n>] [--items <n>] [--attendees <n>] [--server <canopy binary>]
+          p50/p99/max of small reads on namespace B while namespace A (a large tree) is loaded and while a
+          publish is computed and committed on A.
+        canopy bench namespaces [--count <n>] [--nodes <n>] [--idle <seconds>] [--server <canopy binary>]
+                                [--serve-option <option>]...
+          Creates <n> namespaces of about <nodes> nodes each, leaves them idle, and reports the daemon's
+          threads, resident memory and open descriptors right after and after <idle> seconds.
         """
 
     var kind: String
@@ -31,10 +38,13 @@ struct BenchCommand: Command {
     var iterations = 200_000
     var fanout: FanoutBenchmark?
     var publish: PublishBenchmark?
+    var isolation: IsolationBenchmark?
+    var namespaces: NamespacesBenchmark?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        guard let kind = arguments.nextPositional(), ["write", "rules", "fanout", "publish"].contains(kind) else {
-            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish'")
+        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces"]
+        guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
+            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces'")
         }
         self.kind = kind
         if kind == "fanout" {
@@ -43,6 +53,14 @@ struct BenchCommand: Command {
         }
         if kind == "publish" {
             publish = try PublishBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "isolation" {
+            isolation = try IsolationBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "namespaces" {
+            namespaces = try NamespacesBenchmark(parsing: &arguments)
             return
         }
         while let option = try arguments.nextOption() {
@@ -69,6 +87,8 @@ struct BenchCommand: Command {
         case "write": try writeBenchmark()
         case "fanout": try fanout?.run()
         case "publish": try publish?.run()
+        case "isolation": try isolation?.run()
+        case "namespaces": try namespaces?.run()
         default: try RulesBenchmark(iterations: iterations).run()
         }
     }

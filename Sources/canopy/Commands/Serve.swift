@@ -12,6 +12,8 @@ struct Serve: Command {
                      [--public-keys <pem-or-jwks-file>]... [--allow-tokens-without-exp] [--emulator]
                      [--sync full|normal]
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
+                     [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
+                     [--namespace-idle <seconds>]
                      [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
@@ -27,6 +29,13 @@ struct Serve: Command {
                          limit is raised to fit when the system allows
           --max-output-backlog  unsent output (MiB) a subscriber's stream or socket may hold before it is
                          closed as a slow consumer, which is logged with a running total (default 32)
+          --store-threads  threads shared by every namespace's SQLite work: commits, WAL syncs, loading
+                         trees (default 4)
+          --max-open-namespaces  namespaces with a file kept open (default 1000); past it, idle ones are closed,
+                         least recently used first, and reopened on demand
+          --max-namespace-memory  estimated memory (MiB) for the trees of open namespaces (default 1024); past
+                         it, idle ones are closed, least recently used first
+          --namespace-idle  seconds after which a namespace nothing uses is closed (default 60)
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
         """
@@ -50,6 +59,13 @@ struct Serve: Command {
                 configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
             case "--max-output-backlog":
                 configuration.maxOutputBacklogBytes = try arguments.int(for: option, in: 1...4_096) << 20
+            case "--store-threads": configuration.storeThreads = try arguments.int(for: option, in: 1...64)
+            case "--max-open-namespaces":
+                configuration.maxOpenNamespaces = try arguments.int(for: option, in: 1...1_000_000)
+            case "--max-namespace-memory":
+                configuration.maxNamespaceMemoryBytes = try arguments.int(for: option, in: 1...1_048_576) << 20
+            case "--namespace-idle":
+                configuration.namespaceIdleMilliseconds = Int64(try arguments.int(for: option, in: 1...86_400)) * 1000
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
@@ -74,7 +90,8 @@ struct Serve: Command {
     }
 
     func run() throws {
-        raiseOpenFileLimit(toFit: configuration.maxConnections + 64)
+        // Each open namespace holds up to four descriptors (database, WAL, shared memory, WAL syncer).
+        raiseOpenFileLimit(toFit: configuration.maxConnections + 4 * configuration.maxOpenNamespaces + 64)
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
         if demo {

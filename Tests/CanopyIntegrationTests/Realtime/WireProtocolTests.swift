@@ -90,7 +90,7 @@ import Testing
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
             r = a.request("p", ["p": "/counter", "d": 11, "h": ""])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "datastale")
-            // The hash of the leaf 10 (firebase-protocol.md §3.10).
+            // The hash of the leaf 10 (Protocol.md#Hashes).
             r = a.request("p", ["p": "/counter", "d": 11, "h": "+r5aI9HvKKagELki8SYKBk0q7D4="])
             #expect(a.reply(r)?["d"]?["b"]?["s"] == "ok")
         }

@@ -16,7 +16,7 @@
 // Each connection attempt has a number; transport events of an older attempt are ignored (`accepts`).
 // Liveness: a connected link sends a ping after `keepAliveInterval` without traffic either way, and is replaced
 // once nothing was received for twice that long (a dead Wi-Fi link may never report a TCP error; the server
-// answers every ping, protocol doc §3.3–3.4). Token refresh: a refresh is due shortly before the accepted
+// answers every ping, Protocol.md#Liveness). Token refresh: a refresh is due shortly before the accepted
 // token expires (at most 60 s, at most half its remaining life, early), after a refusal (at most 3 in a row)
 // and after a revocation; the refresh deadline outlives a reconnect and is cancelled by a new token.
 
