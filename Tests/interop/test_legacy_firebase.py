@@ -64,3 +64,24 @@ def test_rest_parameters_are_validated(closed):
     assert admin.get("/users", "big") is None
     admin.put("/users", "big", big, params={"writeSizeLimit": "small"})
     assert len(admin.get("/users", "big")) == 1500
+
+
+def test_priority_download_override_and_rules_text(closed):
+    admin_auth = FirebaseAuthentication(database_secret(closed), "ops@example.com", admin=True)
+    admin = application(closed, admin_auth)
+    admin.put("/users", "dora", {".value": "D", ".priority": 3})
+    assert admin.get("/users/dora", ".priority") == 3
+    token = admin_auth.get_user().firebase_auth_token
+    url = f"{closed.url}/users/dora.json"
+    download = requests.get(url, params={"auth": token, "download": "dora.json"})
+    assert download.headers["Content-Disposition"] == 'attachment; filename="dora.json"'
+    bogus = requests.post(f"{closed.url}/users.json", params={"auth": token}, data="1",
+                          headers={"X-HTTP-Method-Override": "BOGUS"})
+    assert bogus.status_code == 400
+    assert admin.get("/users", None).keys() == {"dora"}
+    rules = '{\n  // kept as written\n  "rules": {".read": "auth != null\n     && auth.uid != null"}\n}'
+    put = requests.put(f"{closed.url}/.settings/rules.json", data=rules,
+                       headers={"Authorization": f"Bearer {closed.admin}"})
+    assert put.status_code == 200
+    assert requests.get(f"{closed.url}/.settings/rules.json",
+                        headers={"Authorization": f"Bearer {closed.admin}"}).text == rules
