@@ -124,7 +124,9 @@ extension DatabaseQueryable {
                 throw ClientError.closed
             }
             group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(timeout * 1_000_000_000))
+                // A negative, NaN or huge timeout must not trap: clamped to 0 ... about 292 years.
+                let nanoseconds = timeout.isNaN ? 0 : min(max(0, timeout) * 1_000_000_000, Double(UInt64.max / 2))
+                try await Task.sleep(nanoseconds: UInt64(nanoseconds))
                 return nil
             }
             defer { group.cancelAll() }

@@ -94,7 +94,7 @@ extension SyncCore {
         case .handshake(let timestamp, _):
             guard !connection.isConnected else { return }
             if let timestamp {
-                serverOffset.set(timestamp - SystemClock().nowMilliseconds())
+                serverOffset.set(timestamp.subtractingSaturated(SystemClock().nowMilliseconds()))
                 info["serverTimeOffset"] = .int(serverOffset.milliseconds)
             }
             drive { machine, now in machine.handshake(attempt: attempt, now: now) }
@@ -177,7 +177,8 @@ extension SyncCore {
             if status == Wire.Status.ok {
                 // The expiry is server wall time; from here on it is a deadline on the monotonic clock.
                 let expiresIn = data["expires"]?.int64Value.map {
-                    Double($0 * 1000 - self.serverNow) / 1000
+                    // Saturating: the server's number, however large, must not trap here.
+                    Double($0.multipliedSaturated(by: 1000).subtractingSaturated(self.serverNow)) / 1000
                 }
                 let refreshable = self.tokenRefresher != nil
                 self.drive { machine, now in

@@ -154,5 +154,5 @@ final class ServerTimeOffset: WallClock, Sendable {
     func set(_ milliseconds: Int64) { offset.withLock { $0 = milliseconds } }
     var milliseconds: Int64 { offset.withLock { $0 } }
 
-    func nowMilliseconds() -> Int64 { SystemClock().nowMilliseconds() + milliseconds }
+    func nowMilliseconds() -> Int64 { SystemClock().nowMilliseconds().addingSaturated(milliseconds) }
 }

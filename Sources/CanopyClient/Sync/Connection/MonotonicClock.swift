@@ -9,7 +9,10 @@ struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible
 
     /// The instant `seconds` later (a negative value is treated as zero).
     func advanced(bySeconds seconds: Double) -> MonotonicInstant {
-        MonotonicInstant(nanoseconds: nanoseconds &+ UInt64(max(0, seconds) * 1_000_000_000))
+        // Saturating: a huge or infinite delay is a deadline never reached, not a trap (NaN counts as zero).
+        let delay = seconds.isNaN ? 0 : min(max(0, seconds) * 1_000_000_000, Double(UInt64.max / 2))
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delay))
+        return MonotonicInstant(nanoseconds: overflow ? .max : sum)
     }
 
     /// Seconds from `earlier` to this instant (negative when `earlier` is later).
