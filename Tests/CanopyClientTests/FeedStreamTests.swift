@@ -67,11 +67,15 @@ import Testing
         #expect(await poll { log.all.count == 1 })
         #expect(log.keys == [[]])
 
-        // One publish: a tier item (public copy kept for a group, private copy for the tier) and a user item.
-        connection.push(
-            "d", ["p": .string(Self.publicContent), "d": ["t": ["order": 1, "tierIds": [101], "groupIds": [12]]]])
-        connection.push("d", ["p": .string(Self.tier), "d": ["t": ["order": 1]]])
-        connection.push("d", ["p": .string(Self.user), "d": ["u": ["order": 2]]])
+        // One publish: a tier item (public copy kept for a group, private copy for the tier) and a user item. Its
+        // frames arrive back-to-back, as from one socket read: queued while the client's queue is held, so none
+        // can be overtaken by the feed's barrier (sent one by one from this thread, they sometimes were).
+        db.whileQueueHeld {
+            connection.push(
+                "d", ["p": .string(Self.publicContent), "d": ["t": ["order": 1, "tierIds": [101], "groupIds": [12]]]])
+            connection.push("d", ["p": .string(Self.tier), "d": ["t": ["order": 1]]])
+            connection.push("d", ["p": .string(Self.user), "d": ["u": ["order": 2]]])
+        }
         #expect(await poll { log.all.count >= 2 })
         // A later, separate change: once it shows, every update of the burst has been seen.
         connection.push("d", ["p": .string(Self.group), "d": ["z": ["order": 9]]])

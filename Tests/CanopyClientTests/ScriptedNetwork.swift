@@ -119,6 +119,12 @@ extension Database {
         core.sync {}
         core.sync {}
     }
+
+    /// Runs `body` while the client's queue is busy with it: what `body` hands the client is queued back-to-back,
+    /// behind nothing the client queues meanwhile (frames of one socket read).
+    func whileQueueHeld(_ body: () -> Void) {
+        core.sync(body)
+    }
 }
 
 func temporaryDirectory() -> URL {
