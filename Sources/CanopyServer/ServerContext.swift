@@ -39,6 +39,16 @@ final class ServerContext {
         self.defaultRulesSource = registry.defaultRulesSource
     }
 
+    /// The decision on a request that reads or administers `name`: by its policy when the namespace is open, else by
+    /// the default policy over an empty tree (a namespace that is not open holds nothing).
+    func authorize(
+        _ operation: AccessOperation, at path: Path, as identity: Identity, in name: String, namespace: Namespace?,
+        now: Int64
+    ) -> AccessDecision {
+        (namespace?.policy ?? defaultPolicy).authorize(
+            operation, at: path, as: identity, in: name, old: namespace?.root ?? .empty, new: nil, now: now)
+    }
+
     /// The namespace `name`, opened (empty and without a file when it is new) on first use.
     func namespace(_ name: String, whileRulesFail: Bool = false) throws(NamespaceError) -> Namespace {
         guard let namespace = try namespace(name, create: true, whileRulesFail: whileRulesFail) else {

@@ -29,14 +29,9 @@ extension RESTHandler {
         let now = context.configuration.clock.nowMilliseconds()
         // The read endpoints and unknown ones are refused to non-administrators before anything else: the policy
         // decides, as for every other request (an unknown event must not be told apart from a forbidden one).
-        let gate = { [context] (namespace: Namespace?) throws in
-            let policy = namespace?.policy ?? context.defaultPolicy
-            let decision = policy.authorize(
-                .admin(action), at: .root, as: identity, in: name, old: namespace?.root ?? .empty, new: nil, now: now)
-            guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
-        }
         let existing = try context.namespace(name, create: false)
-        try gate(existing)
+        let decision = context.authorize(.admin(action), at: .root, as: identity, in: name, namespace: existing, now: now)
+        guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
         guard let namespace = existing else {
             throw RESTError(404, "Unknown event '\(name)': the namespace has no data.")
         }

@@ -10,8 +10,12 @@ extension RESTHandler {
         // `GET /p/.priority.json` reads the priority of `/p` (null when it has none), under `/p`'s read rules.
         let priorityOf = request.path.lastKey.flatMap { sameKey($0, Key.priority) ? request.path.parent : nil }
         let stream = request.http.header("accept")?.contains("text/event-stream") == true
-        if priorityOf != nil && (stream || request.params.keys.contains(where: Self.readModifiers.contains)) {
-            throw RESTError(400, "A .priority can only be read as a value: stream or query its parent instead.")
+        if priorityOf != nil {
+            let shaped = try QuerySpec.fromREST(request.params) != nil || request.params["shallow"] != nil
+                || request.params["format"] != nil
+            guard !stream && !shaped else {
+                throw RESTError(400, "A .priority can only be read as a value: stream or query its parent instead.")
+            }
         }
         if stream, let realtime = context.realtime {
             try realtime.startEventStream(request, responder)
@@ -95,12 +99,6 @@ extension RESTHandler {
         }
     }
 
-    /// Parameters that shape a read (a `.priority` read takes none of them).
-    private static let readModifiers: Set<String> = [
-        "orderBy", "limitToFirst", "limitToLast", "startAt", "startAfter", "endAt", "endBefore", "equalTo", "shallow",
-        "format",
-    ]
-
     // MARK: PUT / DELETE
 
     func handlePut(_ request: DataRequest, _ responder: HTTPResponder) throws {
@@ -171,14 +169,9 @@ extension RESTHandler {
 
     /// Refuses a read that the policy does not allow (of a namespace that may not be open: its default rules).
     func authorizeRead(_ request: DataRequest, at path: Path, query: QuerySpec?, namespace: Namespace?) throws {
-        let decision: AccessDecision
-        if let namespace {
-            decision = namespace.authorizeRead(path, query: query, as: request.identity, now: request.now)
-        } else {
-            decision = context.defaultPolicy.authorize(
-                .read(query: query), at: path, as: request.identity, in: request.namespaceName, old: .empty,
-                new: nil, now: request.now)
-        }
+        let decision = context.authorize(
+            .read(query: query), at: path, as: request.identity, in: request.namespaceName, namespace: namespace,
+            now: request.now)
         guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
     }
 }
