@@ -73,6 +73,24 @@ private func parse(_ text: String, limits: HTTPParserLimits = .init()) -> (event
         #expect(parser.phase == .idle)
     }
 
+    /// Found by Tests/Fuzz/HTTP: a line over the limit that ends in a bare LF was a 400 when it arrived at once
+    /// and a 431 when it arrived in pieces (the limit is noticed before the line's end is seen).
+    @Test func anOverlongLineIsRefusedAlikeHoweverItArrives() throws {
+        let limits = HTTPParserLimits(maxHeaderBytes: 100, maxHeaderCount: 3, maxBodyBytes: 10)
+        for raw in ["\r\n" + String(repeating: "a", count: 120) + "\n", "GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 120) + "\n"] {
+            #expect(parse(raw, limits: limits).error == .headersTooLarge)
+            var parser = HTTPRequestParser(limits: limits)
+            var failure: HTTPParseError?
+            for byte in raw.utf8 where failure == nil {
+                parser.append([byte])
+                do { while try parser.next() != nil {} } catch { failure = error }
+            }
+            #expect(failure == .headersTooLarge)
+        }
+        // Within the limit, a bare LF is still malformed.
+        #expect(parse("GET / HTTP/1.1\r\nX: a\n\r\n", limits: limits).error == .malformed(reason: "line not terminated by CRLF"))
+    }
+
     @Test(arguments: [
         ("GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", HTTPParseError.malformed(reason: "obsolete header line folding")),
         ("GET / HTTP/1.1\r\nA : b\r\n\r\n", .malformed(reason: "invalid header name")),

@@ -281,11 +281,13 @@ public struct HTTPRequestParser: Sendable {
             if buffer.count - readIndex > limit { throw tooLong }
             return nil
         }
+        // The length first: a line too long is refused as such however its bytes arrived (before its end, the
+        // check above has already refused it when more than `limit` bytes were buffered).
+        guard newline + 1 - readIndex <= limit else { throw tooLong }
         guard newline > readIndex, buffer[newline - 1] == Self.cr else {
             throw .malformed(reason: "line not terminated by CRLF")
         }
         let line = buffer[readIndex..<(newline - 1)]
-        guard line.count + 2 <= limit else { throw tooLong }
         readIndex = newline + 1
         scanIndex = readIndex
         return line
