@@ -115,23 +115,18 @@ final class WireSession {
     }
 
     private func handleMessage(_ text: String) {
-        guard let message = try? JSONValue.parse(text), let type = message[Wire.Key.type]?.stringValue,
-            let body = message[Wire.Key.data]
-        else {
+        switch WireInbound.decode(text) {
+        case nil:
             logger.debug("wire.bad_message")
             end(code: 1002, reason: "malformed message")
-            return
-        }
-        if type == Wire.MessageType.control {
-            let control = body[Wire.Key.type]?.stringValue
+        case .control(let control):
             if control == Wire.Control.ping { send(Wire.control(Wire.Control.pong)) }
             if control == Wire.Control.endTransmission { onEndTransmission?() }
-            return
+        case .request(let action, let request, let body):
+            handle(action: action, request: request, body: body)
+        case .ignored:
+            break
         }
-        guard type == Wire.MessageType.data, let action = body[Wire.Key.action]?.stringValue else { return }
-        let request = body[Wire.Key.request]?.int64Value
-        let payload = body[Wire.Key.body] ?? .object([])
-        handle(action: action, request: request, body: payload)
     }
 
     private func handle(action: String, request r: Int64?, body: JSONValue) {
