@@ -79,3 +79,26 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer targets (Tests/Fuzz/<Name>, built and run by Tests/fuzz.sh). They exist only in a manifest evaluated
+// with CANOPY_FUZZ set, so a plain `swift build` / `swift test` never sees them: they link only against
+// libFuzzer (`-sanitize=fuzzer`), whose driver calls their `LLVMFuzzerTestOneInput`.
+if Context.environment["CANOPY_FUZZ"] != nil {
+    let fuzzTargets: [(String, [Target.Dependency])] = [
+        ("JSON", ["CanopyCore"]),
+        ("HTTP", ["CanopyNet", "CanopyCore"]),
+        ("WebSocket", ["CanopyNet"]),
+        ("Wire", ["CanopyServer", "CanopyCore"]),
+        ("Rules", ["CanopyRules", "CanopyCore"]),
+        ("JWT", ["CanopyAuth", "CanopyCore"]),
+        ("REST", ["CanopyServer", "CanopyNet", "CanopyCore"]),
+        ("Export", ["CanopyServer", "CanopyCore"]),
+    ]
+    package.targets.append(.target(name: "FuzzSupport", dependencies: ["CanopyCore"], path: "Tests/Fuzz/Support", swiftSettings: settings))
+    for (name, dependencies) in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: "Fuzz\(name)", dependencies: dependencies + ["FuzzSupport"], path: "Tests/Fuzz/\(name)",
+                swiftSettings: settings))
+    }
+}
