@@ -51,6 +51,11 @@ if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log ||
     exit 1
 fi
 
+echo "== fuzz smoke (Tests/fuzz.sh --smoke: each libFuzzer target over its corpus and 3,000 executions)"
+# Builds the targets with -sanitize=fuzzer,address in .build/fuzz (a separate scratch path) and fails on any crash,
+# leak or timeout; the long runs are `Tests/fuzz.sh --runs 10000000` (README.md, Fuzzing).
+bash Tests/fuzz.sh --smoke
+
 echo "== client package (Tests/ClientPackageExample: CanopyClient by product name)"
 # Its own package and build directory (inside .build); the program runs against `canopy serve` on a loopback port.
 # Without manifest caching: a cached build plan misses source files added to the path dependency since.
