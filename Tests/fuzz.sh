@@ -8,8 +8,9 @@
 #   --time S    each target for S seconds
 #   target      JSON HTTP WebSocket Wire Rules JWT REST Export (default: all)
 #
-# The targets build with `-sanitize=fuzzer,address` in release mode in their own scratch path, .build/fuzz, so
-# normal builds are untouched; they exist in the manifest only with CANOPY_FUZZ set. Each run starts from the
+# The targets build with `-sanitize=fuzzer,address` in their own scratch path, .build/fuzz, so normal builds are
+# untouched (they exist in the manifest only with CANOPY_FUZZ set): in debug mode for --smoke, which compiles
+# faster and runs few inputs, in release mode for the long runs. Each run starts from the
 # committed corpus (Tests/Fuzz/corpus/<target>) and keeps what it finds in .build/fuzz/corpus/<target>; crash,
 # leak and timeout inputs go to .build/fuzz/artifacts/, and each run's log to .build/fuzz/<target>.log with
 # its figures on the last lines. Exits non-zero if any target crashes, leaks, times out or exceeds 2 GB.
@@ -19,12 +20,13 @@ cd "$(dirname "$0")/.."
 all=(JSON HTTP WebSocket Wire Rules JWT REST Export)
 limit=(-runs=3000)
 mode=smoke
+config=debug
 targets=()
 while [ $# -gt 0 ]; do
     case "$1" in
-        --smoke) limit=(-runs=3000); mode=smoke ;;
-        --runs) limit=("-runs=$2"); mode=runs; shift ;;
-        --time) limit=("-max_total_time=$2"); mode=time; shift ;;
+        --smoke) limit=(-runs=3000); mode=smoke; config=debug ;;
+        --runs) limit=("-runs=$2"); mode=runs; config=release; shift ;;
+        --time) limit=("-max_total_time=$2"); mode=time; config=release; shift ;;
         -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1" >&2; exit 64 ;;
         *) [[ " ${all[*]} " == *" $1 "* ]] || { echo "fuzz.sh: unknown target $1 (${all[*]})" >&2; exit 64; }
@@ -35,11 +37,11 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
 scratch=.build/fuzz
-build=(swift build -c release --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
+build=(swift build -c "$config" --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
     -Xswiftc -warnings-as-errors)
 for target in "${targets[@]}"; do
-    echo "== fuzz: building Fuzz$target"
-    CANOPY_FUZZ=1 "${build[@]}" --product "Fuzz$target" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]|^Building|^Build of|__asan_extra_spill_area' || true
+    echo "== fuzz: building Fuzz$target ($config)"
+    CANOPY_FUZZ=1 "${build[@]}" --product "Fuzz$target" 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]|^Building|^Build of|Cannot export local symbol' || true
     CANOPY_FUZZ=1 "${build[@]}" --product "Fuzz$target" >/dev/null 2>&1 \
         || { echo "fuzz.sh: Fuzz$target does not build"; exit 1; }
 done
@@ -57,7 +59,7 @@ for target in "${targets[@]}"; do
     # The Swift runtime's backtracer would race ASan's report (libFuzzer prints the stack itself); ASan records
     # no allocation stacks, which makes runs about 1.5 times faster (rerun a crash file without it for them).
     status=0
-    ASAN_OPTIONS=malloc_context_size=0 SWIFT_BACKTRACE=enable=no nice -n 10 "$scratch/release/Fuzz$target" "${options[@]}" "$corpus" \
+    ASAN_OPTIONS=malloc_context_size=0 SWIFT_BACKTRACE=enable=no nice -n 10 "$scratch/$config/Fuzz$target" "${options[@]}" "$corpus" \
         "Tests/Fuzz/corpus/$target" >"$log" 2>&1 || status=$?
     seconds=$(( $(date +%s) - start ))
     runs=$(grep -oE '^stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
