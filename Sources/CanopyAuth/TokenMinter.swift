@@ -21,14 +21,16 @@ public enum TokenMinter {
     ///   - ttlSeconds: Lifetime; `exp` = `issuedAt + ttlSeconds`.
     ///   - kid: Optional key id for the header.
     /// - Returns: The compact token.
-    /// - Throws: ``TokenMintError`` when `exp` would be before the epoch or after ``latestExpiry``.
+    /// - Throws: ``TokenMintError`` when `exp` would be before the epoch or after ``latestExpiry``, or when the
+    ///   token would be refused by ``TokenVerifier`` as malformed (claims nested deeper than 32, over 16 KiB).
     public static func mintHS256(
         claims: JSONValue, secret: [UInt8], issuedAt: Int64, ttlSeconds: Int64, kid: String? = nil
     ) throws(TokenMintError) -> String {
         precondition(!secret.isEmpty, "an HS256 secret cannot be empty")
-        return compact(header: header(.hs256, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
+        let token = compact(header: header(.hs256, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
             HMACSHA256.authenticate($0, key: secret)
         }
+        return try verifiable(token, issuedAt, ttlSeconds)
     }
 
     /// Mints an RS256 or ES256 token with a ``SigningKey`` (tests and tools acting as an identity provider).
@@ -36,9 +38,23 @@ public enum TokenMinter {
     package static func mint(
         claims: JSONValue, key: SigningKey, issuedAt: Int64, ttlSeconds: Int64, kid: String? = nil
     ) throws(TokenMintError) -> String {
-        compact(header: header(key.algorithm, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
+        let token = compact(header: header(key.algorithm, kid: kid), claims: try stamped(claims, issuedAt, ttlSeconds)) {
             key.sign($0)
         }
+        return try verifiable(token, issuedAt, ttlSeconds)
+    }
+
+    /// `token`, once it passes the structure and claims checks `TokenVerifier` makes (size, nesting), so a
+    /// minted token is never one that every server refuses as malformed.
+    private static func verifiable(_ token: String, _ issuedAt: Int64, _ ttlSeconds: Int64) throws(TokenMintError)
+        -> String
+    {
+        do {
+            _ = try CompactJWS(token).claims()
+        } catch {
+            throw TokenMintError(claimsProblem: error.reason, issuedAt: issuedAt, ttlSeconds: ttlSeconds)
+        }
+        return token
     }
 
     /// The `exp` of a token issued at `issuedAt` (seconds since the epoch) living `ttlSeconds`.

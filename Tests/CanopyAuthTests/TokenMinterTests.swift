@@ -36,6 +36,26 @@ import Testing
         #expect(jwtErrorKind { try F.verifier([.hmac(secret: F.secret)]).verify(text) } == .expired)
     }
 
+    /// Found by Tests/Fuzz/JWT: claims nested deeper than the verifier reads, or too large for a token, were
+    /// minted into a token every server refuses as malformed; the minter refuses them instead.
+    @Test func claimsTheVerifierWouldRefuseAreNotMinted() throws {
+        var deep: JSONValue = 1
+        for _ in 0..<33 { deep = ["a": deep] }  // 33 levels of objects, the claims object the outermost
+        let large: JSONValue = ["blob": .string(String(repeating: "x", count: 13 * 1024))]
+        for claims in [deep, large] {
+            let error = #expect(throws: TokenMintError.self) {
+                try TokenMinter.mintHS256(claims: claims, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
+            }
+            #expect(error?.code == "invalid_claims")
+            #expect(error?.userMessage.contains("a server would refuse the token") == true)
+        }
+        // 32 levels are minted, and verify.
+        var allowed: JSONValue = 1
+        for _ in 0..<32 { allowed = ["a": allowed] }
+        let text = try TokenMinter.mintHS256(claims: allowed, secret: F.secret, issuedAt: F.now, ttlSeconds: 60)
+        #expect(try F.verifier([.hmac(secret: F.secret)]).verify(text).claims["a"] == allowed["a"])
+    }
+
     /// A lifetime putting `exp` after 9999-12-31T23:59:59Z, before the epoch, or past Int64 is refused with an
     /// error (it trapped on `iat + ttl` overflowing); the last second of 9999 is still accepted.
     @Test(arguments: [
