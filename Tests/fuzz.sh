@@ -62,8 +62,8 @@ for target in "${targets[@]}"; do
     ASAN_OPTIONS=malloc_context_size=0 SWIFT_BACKTRACE=enable=no nice -n 10 "$scratch/$config/Fuzz$target" "${options[@]}" "$corpus" \
         "Tests/Fuzz/corpus/$target" >"$log" 2>&1 || status=$?
     seconds=$(( $(date +%s) - start ))
-    runs=$(grep -oE '^stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
-    rss=$(grep -oE '^stat::peak_rss_mb: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+    runs=$(grep -oE '^stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
+    rss=$(grep -oE '^stat::peak_rss_mb: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo "?")
     cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -n 1 || echo "cov: ?")
     if [ "$status" -eq 0 ]; then
         echo "fuzz: $target ok: $runs runs in ${seconds}s, $cov, peak ${rss} MB"
