@@ -201,6 +201,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     /// Drains (SIGTERM, SIGINT, `stop()`): stop accepting, answer `/.canopy/ready` with 503, let in-flight requests
     /// and writes finish, tell WebSocket clients to reconnect once their writes are durable, end streams, close
     /// the databases; whatever is still open at `drainTimeoutMilliseconds` is closed then.
+    /// The order is Architecture.md#Operations-and-draining.
     private func shutdown() {
         guard let server, !isShuttingDown else {
             if self.server == nil { loop.stop() }

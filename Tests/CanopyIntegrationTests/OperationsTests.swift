@@ -148,6 +148,23 @@ func runProgram(_ path: String, _ arguments: [String], input: String? = nil) thr
         }
     }
 
+    /// Publish-engine actions are counted by outcome and timed from request to durable answer.
+    @Test(.timeLimit(.minutes(1))) func publishesAreCountedAndTimed() throws {
+        try PublishTests().withDemo(isolateGroups: false) { server, client in
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            let ns = PublishTests.ns
+            #expect(try client.json("POST", "/.canopy/publish?ns=\(ns)", headers: admin).status == 200)
+            #expect(try client.json("POST", "/.canopy/publish?ns=\(ns)", headers: admin + [("if-match", "stale")]).status == 412)
+            #expect(try client.json("POST", "/.canopy/revert?ns=\(ns)").status == 401)
+            let text = try client.request("GET", "/.canopy/metrics", headers: admin).text
+            #expect(metricSample(text, #"canopy_publishes_total{outcome="ok"}"#) == 1)
+            #expect(metricSample(text, #"canopy_publishes_total{outcome="condition_failed"}"#) == 1)
+            #expect(metricSample(text, "canopy_publish_duration_seconds_count") == 2)
+            #expect((metricSample(text, "canopy_publish_duration_seconds_sum") ?? 0) > 0)
+            #expect(metricSample(text, #"canopy_rule_denials_total{operation="admin"}"#) == 1)
+        }
+    }
+
     /// Debian's promtool lints a real scrape: HELP and TYPE lines, `_total` counters, histogram series, units.
     @Test(.timeLimit(.minutes(1))) func promtoolAcceptsARealScrape() throws {
         guard let promtool = executablePath("promtool") else {

@@ -5,6 +5,7 @@
 // on the same loop and reads them directly. The store threads' timings (commit, WAL sync) are histograms with a
 // lock of their own, taken once per transaction or sync, never per message. Gauges (connections, listens, open
 // namespaces, process figures) are computed at scrape time, not maintained.
+// See Architecture.md#Operations-and-draining.
 
 import CanopyCore
 
