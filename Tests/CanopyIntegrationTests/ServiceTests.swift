@@ -94,6 +94,7 @@ import Testing
         (["service", "--user", "bad user", "--data", "/d"], "invalid value 'bad user' for '--user'"),
         (["service", "--user", "canopy", "--data", "/d", "--port", "abc"], "invalid value 'abc' for '--port'"),
         (["service", "--user", "canopy", "--data", "/d", "--bogus"], "unknown option '--bogus'"),
+        (["service", "--user", "canopy", "--data", "/d", "--rules", "rules.json"], "expected an absolute path"),
     ])
     func badInputIsAUsageError(arguments: [String], message: String) throws {
         let r = try runCanopy(arguments)

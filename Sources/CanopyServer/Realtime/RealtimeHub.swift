@@ -260,13 +260,13 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
-    /// The daemon is stopping: long-poll sessions end now (WebSockets and SSE streams close with the server).
+    /// The daemon is draining: long-poll sessions end now; each WebSocket session is told to reconnect once
+    /// everything written to its namespace so far is durable, so the acknowledgements of its writes in flight reach
+    /// it before the reset; then `done` runs. SSE streams end with the server's graceful shutdown after it.
     func shuttingDown(then done: @escaping () -> Void) {
         longPoll.terminateAll()
-        // Each WebSocket session is told to reconnect once everything written to its namespace so far is durable,
-        // so the acknowledgements of its in-flight writes reach it before the reset.
-        let namespaces = Dictionary(sessions.values.map { (ObjectIdentifier($0.namespace), $0.namespace) }) { a, _ in a
-        }
+        var namespaces: [ObjectIdentifier: Namespace] = [:]
+        for session in sessions.values { namespaces[ObjectIdentifier(session.namespace)] = session.namespace }
         var remaining = namespaces.count
         guard remaining > 0 else { return done() }
         for namespace in namespaces.values {

@@ -19,10 +19,14 @@ struct ServiceCommand: Command {
           --binary        the canopy executable (default: this one, /proc/self/exe resolved)
           --limit-nofile  the service's open-file limit, LimitNOFILE (default: --max-connections + 4 x
                           --max-open-namespaces + 1024, at least 65536)
-          Every other option is a 'canopy serve' option, checked as serve checks it and passed on.
+          Every other option is a 'canopy serve' option, checked as serve checks it and passed on; --rules and
+          --public-keys files must be absolute paths outside /home (the unit sets ProtectHome).
         Install: canopy service --user canopy --data /var/lib/canopy > /etc/systemd/system/canopy.service
                  systemctl daemon-reload && systemctl enable --now canopy
         """
+
+    /// Serve options that name files.
+    static let fileOptions: Set<String> = ["--rules", "--public-keys"]
 
     var user = ""
     var dataDirectory = ""
@@ -45,7 +49,13 @@ struct ServiceCommand: Command {
                     throw .unknownOption(option, command: Self.name)
                 }
                 rest.append(option)
-                if !entry.isFlag { rest.append(try arguments.value(for: option)) }
+                guard !entry.isFlag else { continue }
+                let value = try arguments.value(for: option)
+                // The service starts in `/` and cannot see /home (ProtectHome): files are named absolutely.
+                if Self.fileOptions.contains(option), !value.hasPrefix("/") {
+                    throw .invalidValue(option, value, expected: "an absolute path (the service runs in /)")
+                }
+                rest.append(value)
             }
         }
         guard !user.isEmpty else { throw .missingOption("--user") }
