@@ -24,6 +24,11 @@ public struct StoreOptions: Sendable {
     /// Bounds a commit's latency and the WAL's growth under a flood of writes. Default 10 000.
     public var maximumMutationsPerTransaction: Int = 10_000
 
+    /// Open the file even when committed submissions are missing from it (a lost or damaged WAL, see
+    /// `CommitSequenceFile`): serve what SQLite recovered and record its revision as the new baseline.
+    /// Default false: such a store refuses to open with `StoreError.Kind.dataLoss`.
+    public var acceptsDataLoss: Bool = false
+
     /// Test hook: called on the writer thread after a group's mutations are applied and before COMMIT.
     var beforeCommit: (@Sendable () -> Void)? = nil
     /// Test hook: called on the sync thread before each sync of the WAL (`synchronous = .full` only).

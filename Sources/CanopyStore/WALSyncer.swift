@@ -31,12 +31,18 @@ final class WALSyncer: Sendable {
     /// - Parameters:
     ///   - beforeSync: a test hook, called on the syncing thread before each sync.
     ///   - pool: the threads the syncs run on.
-    init?(databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, pool: StorePool) {
+    ///   - sequence: where the last synced revision is recorded, after each sync and before the completions run.
+    init?(
+        databasePath: String, sequence: CommitSequenceFile, beforeSync: (@Sendable () -> Void)? = nil,
+        pool: StorePool
+    ) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
-        lane = StoreLane(pool: pool) { taken in Self.sync(taken, descriptor: fd, path: wal, beforeSync: beforeSync) }
+        lane = StoreLane(pool: pool) { taken in
+            Self.sync(taken, descriptor: fd, path: wal, sequence: sequence, beforeSync: beforeSync)
+        }
     }
 
     deinit { close(descriptor) }
@@ -54,7 +60,10 @@ final class WALSyncer: Sendable {
         lane.close(then: then)
     }
 
-    private static func sync(_ taken: [Batch], descriptor: Int32, path: String, beforeSync: (@Sendable () -> Void)?) {
+    private static func sync(
+        _ taken: [Batch], descriptor: Int32, path: String, sequence: CommitSequenceFile,
+        beforeSync: (@Sendable () -> Void)?
+    ) {
         var failure: StoreError?
         beforeSync?()
         while fdatasync(descriptor) != 0 {
@@ -62,6 +71,11 @@ final class WALSyncer: Sendable {
             if code == EINTR { continue }
             failure = StoreError(.fileSystem, "syncing the WAL failed (errno \(code))", location: path)
             break
+        }
+        // Recorded only once the frames are durable, so the record is never ahead of what can be recovered, and
+        // before any acknowledgement, so every acknowledged revision is recorded (see CommitSequenceFile).
+        if failure == nil, let last = lastRevision(in: taken) {
+            do throws(StoreError) { try sequence.record(last) } catch { failure = error }
         }
         for batch in taken {
             for (completion, result) in zip(batch.completions, batch.results) {
@@ -72,5 +86,14 @@ final class WALSyncer: Sendable {
                 }
             }
         }
+    }
+
+    /// The highest revision committed in `batches`, nil when none committed.
+    static func lastRevision(in batches: [Batch]) -> UInt64? {
+        var last: UInt64?
+        for batch in batches {
+            for case .success(let revision) in batch.results { last = max(last ?? 0, revision) }
+        }
+        return last
     }
 }
