@@ -114,27 +114,16 @@ import Testing
             try runCanopy([
                 "export", "--ns", "loss", "--out", document, "--url", "http://127.0.0.1:\(again.port)", "--token",
                 again.admin,
-            ]) == 0)
+            ]).status == 0)
         again.terminate()  // closes cleanly: checkpointed, WAL truncated
         try? FileManager.default.removeItem(atPath: data + "/loss.sqlite-wal")
         let checkpointed = try ServerProcess(dataDirectory: data)
         #expect(try count(checkpointed, "loss").count == Self.items)
         checkpointed.terminate()
-        #expect(try runCanopy(["import", "--ns", "loss", document, "--offline", "--data", data]) == 0)
+        #expect(try runCanopy(["import", "--ns", "loss", document, "--offline", "--data", data]).status == 0)
         let imported = try ServerProcess(dataDirectory: data)
         defer { imported.terminate() }
         let served = try count(imported, "loss")
         #expect(served.status == 200 && served.count == Self.items)
-    }
-
-    private func runCanopy(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
