@@ -122,6 +122,19 @@ struct SoakBenchmark {
             namespace: "soak", binary: binary,
             arguments: ["--rules", rulesFile, "--max-connections", "\(wantedDescriptors)"])
         defer { server.stop() }
+        // Ctrl-C (or SIGTERM) of a long soak stops the daemon child too, instead of leaving it running.
+        let interruptions = [SIGINT, SIGTERM].map { signalNumber in
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                print("\ncanopy bench soak: interrupted; stopping the daemon")
+                server.stop()
+                exit(130)
+            }
+            source.resume()
+            return source
+        }
+        defer { for source in interruptions { source.cancel() } }
         let pid = server.processID
         let secret = try SecretFile.loadOrCreate(path: server.dataDirectoryPath + "/signing.key")
         var roomsValue: [JSONMember] = []
@@ -134,6 +147,7 @@ struct SoakBenchmark {
                 + " (hold \(churnHoldMilliseconds) ms), token refresh of each steady listener every"
                 + " \(Self.format(refreshEverySeconds)); warm-up \(Self.format(warmup)), interval"
                 + " \(Self.format(interval)); \(clientLoops) client loops; daemon pid \(pid)")
+        fflush(nil)
         let loops = try (0..<clientLoops).map { _ in
             try SoakClientLoop(port: server.port, namespace: "soak", rooms: rooms, signingSecret: secret)
         }
@@ -171,6 +185,7 @@ struct SoakBenchmark {
         print(
             String(
                 format: "%d steady listeners connected and listening in %.1f s", listeners, connectSeconds))
+        fflush(nil)
         loops[0].openWriter(adminCredential: server.adminCredential)
         let writerDeadline = Date().addingTimeInterval(30)
         while !loops[0].writerReady {
