@@ -58,38 +58,42 @@ import Testing
         try damage.apply(to: data + "/loss.sqlite")
 
         let log = data + "/daemon.log"
-        let restarted = try ServerProcess(dataDirectory: data, logFile: log)
-        let refused = try count(restarted, "loss")
-        #expect(refused.status == 503, "served \(refused.count) of \(Self.items) acknowledged items without a word")
-        let message = try #require(try JSONValue.parse(Array(refused.body.utf8))["error"]?.stringValue)
-        #expect(message.contains("Namespace 'loss'"))
-        #expect(message.contains("expected revision \(recorded), found revision"))
-        #expect(message.contains("found revision"))
-        #expect(message.contains("--accept-data-loss loss"))
-        // Still refused on the next request; the other namespace and the WebSocket of another are served.
-        #expect(try count(restarted, "loss").status == 503)
-        let other = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
-            "GET", "/x.json?ns=other", headers: [("Authorization", "Bearer \(restarted.admin)")])
-        #expect(other.status == 200 && other.text == "1")
-        // The wire protocol's handshake is refused the same way.
-        let handshake = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
-            "GET", "/.ws?v=5&ns=loss",
-            headers: [
-                ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
-                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
-            ])
-        #expect(handshake.status == 503)
-        #expect(handshake.text.contains("--accept-data-loss loss"))
-        restarted.terminate()
+        do {
+            let restarted = try ServerProcess(dataDirectory: data, logFile: log)
+            defer { restarted.terminate() }  // also when an expectation throws
+            let refused = try count(restarted, "loss")
+            #expect(refused.status == 503, "served \(refused.count) of \(Self.items) acknowledged items without a word")
+            let message = try #require(try JSONValue.parse(Array(refused.body.utf8))["error"]?.stringValue)
+            #expect(message.contains("Namespace 'loss'"))
+            #expect(message.contains("expected revision \(recorded), found revision"))
+            #expect(message.contains("--accept-data-loss loss"))
+            // Still refused on the next request; the other namespace is served.
+            #expect(try count(restarted, "loss").status == 503)
+            let other = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
+                "GET", "/x.json?ns=other", headers: [("Authorization", "Bearer \(restarted.admin)")])
+            #expect(other.status == 200 && other.text == "1")
+            // The wire protocol's handshake is refused the same way.
+            let handshake = try HTTPClient(host: "127.0.0.1", port: restarted.port).request(
+                "GET", "/.ws?v=5&ns=loss",
+                headers: [
+                    ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
+                    ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ])
+            #expect(handshake.status == 503)
+            #expect(handshake.text.contains("--accept-data-loss loss"))
+        }
         let logged = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(logged.contains("event=ns.data_loss") && logged.contains("ns=loss"))
 
         // The operator accepts the loss: what was recovered is served, and becomes the baseline.
-        let accepting = try ServerProcess(dataDirectory: data, extraArguments: ["--accept-data-loss", "loss"])
-        let accepted = try count(accepting, "loss")
+        let accepted: (status: Int, count: Int, body: String)
+        do {
+            let accepting = try ServerProcess(dataDirectory: data, extraArguments: ["--accept-data-loss", "loss"])
+            defer { accepting.terminate() }
+            accepted = try count(accepting, "loss")
+        }
         #expect(accepted.status == 200)
         #expect(accepted.count < Self.items)
-        accepting.terminate()
         let later = try ServerProcess(dataDirectory: data)
         defer { later.terminate() }
         #expect(try count(later, "loss") == accepted)

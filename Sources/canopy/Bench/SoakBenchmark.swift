@@ -129,6 +129,7 @@ struct SoakBenchmark {
             source.setEventHandler {
                 print("\ncanopy bench soak: interrupted; stopping the daemon")
                 server.stop()
+                try? FileManager.default.removeItem(atPath: rulesFile)
                 exit(130)
             }
             source.resume()
