@@ -66,6 +66,8 @@ public final class Namespace {
     /// Runs work on the compute thread (set by the registry): admin actions are built there (`performOffLoop`).
     /// nil builds them on the loop.
     var offLoop: ((@escaping @Sendable () -> Void) -> Void)?
+    /// Where its writes, publishes and rule denials are counted (the registry's); nil counts nothing.
+    var metrics: ServerMetrics?
     /// When the namespace was last used by a request (for closing idle namespaces, least recently used first).
     var lastUsed: UInt64 = 0
     /// A rough size of the tree in memory, in bytes, for the registry's memory budget: measured when the tree is
@@ -116,24 +118,29 @@ public final class Namespace {
         loop.assertInLoop()
         let old = root
         let newRoot = authorized.newRoot
-        var mutations: [StoreMutation] = []
-        var paths: [Path] = []
+        let writes = authorized.writes
+        // The mutations go straight into the open batch (no array per write on the hot path).
+        let openedWith = openMutations.count
+        var paths: [Path]
         if let precomputed = authorized.mutations {
             // Computed off the loop from this very tree (the caller checked `version`).
-            mutations = precomputed
-            paths = authorized.writes.map(\.path)
+            openMutations += precomputed
+            paths = writes.map(\.path)
+        } else if writes.count == 1 {
+            openMutations += Namespace.mutations(for: writes[0].path, before: old, after: newRoot)
+            paths = [writes[0].path]
         } else {
-            for write in authorized.writes {
-                let changes = Namespace.mutations(for: write.path, before: old, after: newRoot)
-                guard !changes.isEmpty else { continue }
-                mutations += changes
-                paths.append(write.path)
+            paths = []
+            for write in writes {
+                let before = openMutations.count
+                openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
+                if openMutations.count > before { paths.append(write.path) }
             }
         }
-        guard !mutations.isEmpty else { return }
+        let added = openMutations.count - openedWith
+        guard added > 0 else { return }
         if openBefore == nil { openBefore = old }
-        if openMutations.isEmpty { openMutations = mutations } else { openMutations += mutations }
-        estimatedBytes += mutations.count * Namespace.bytesPerRow
+        estimatedBytes += added * Namespace.bytesPerRow
         root = newRoot
         version &+= 1
         let base = authorized.mergeBase

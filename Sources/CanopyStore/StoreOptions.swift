@@ -1,5 +1,7 @@
 // StoreOptions -- durability and size settings for a namespace store.
 
+public import CanopyCore
+
 /// Settings for opening a `NamespaceStore` (and `SQLiteBaseline`, so benchmarks compare like with like).
 public struct StoreOptions: Sendable {
     /// SQLite's `PRAGMA synchronous` in WAL mode.
@@ -28,6 +30,10 @@ public struct StoreOptions: Sendable {
     /// `CommitSequenceFile`): serve what SQLite recovered and record its revision as the new baseline.
     /// Default false: such a store refuses to open with `StoreError.Kind.dataLoss`.
     public var acceptsDataLoss: Bool = false
+    /// Where each transaction's duration (mutations and COMMIT, in seconds) is recorded, if anywhere (metrics).
+    public var commitLatency: LatencyHistogram? = nil
+    /// Where each fdatasync of the WAL is timed (`synchronous = .full` only), if anywhere (metrics).
+    public var syncLatency: LatencyHistogram? = nil
 
     /// Test hook: called on the writer thread after a group's mutations are applied and before COMMIT.
     var beforeCommit: (@Sendable () -> Void)? = nil

@@ -12,6 +12,7 @@
 // with `synchronous=NORMAL` SQLite syncs the WAL before a checkpoint and the database file after it, so frames
 // it later overwrites are already durable in the database file.
 
+import CanopyCore
 import Dispatch
 import Foundation
 
@@ -32,16 +33,17 @@ final class WALSyncer: Sendable {
     ///   - beforeSync: a test hook, called on the syncing thread before each sync.
     ///   - pool: the threads the syncs run on.
     ///   - sequence: where the last synced revision is recorded, after each sync and before the completions run.
+    ///   - latency: where each sync's duration is recorded (metrics), if anywhere.
     init?(
         databasePath: String, sequence: CommitSequenceFile, beforeSync: (@Sendable () -> Void)? = nil,
-        pool: StorePool
+        latency: LatencyHistogram? = nil, pool: StorePool
     ) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
         lane = StoreLane(pool: pool) { taken in
-            Self.sync(taken, descriptor: fd, path: wal, sequence: sequence, beforeSync: beforeSync)
+            Self.sync(taken, descriptor: fd, path: wal, sequence: sequence, beforeSync: beforeSync, latency: latency)
         }
     }
 
@@ -62,16 +64,18 @@ final class WALSyncer: Sendable {
 
     private static func sync(
         _ taken: [Batch], descriptor: Int32, path: String, sequence: CommitSequenceFile,
-        beforeSync: (@Sendable () -> Void)?
+        beforeSync: (@Sendable () -> Void)?, latency: LatencyHistogram?
     ) {
         var failure: StoreError?
         beforeSync?()
+        let started = monotonicNanoseconds()
         while fdatasync(descriptor) != 0 {
             let code = errno
             if code == EINTR { continue }
             failure = StoreError(.fileSystem, "syncing the WAL failed (errno \(code))", location: path)
             break
         }
+        latency?.observe(since: started)
         // Recorded only once the frames are durable, so the record is never ahead of what can be recovered, and
         // before any acknowledgement, so every acknowledged revision is recorded (see CommitSequenceFile).
         if failure == nil, let last = lastRevision(in: taken) {

@@ -22,18 +22,19 @@ import CanopyStore
 
 /// Tree writes that the policy allowed. Only `Namespace.perform` (this file) makes them.
 struct AuthorizedWrite {
-    let writes: [(path: Path, node: Node)]
-    let newRoot: Node
-    let mergeBase: Path?
+    /// The writes as built (held, not copied: a write's path is the hot path of the daemon).
+    let built: BuiltWrite
     let decision: AccessDecision
     /// The store mutations, when they were computed off the loop from the tree the write applies to.
     let mutations: [StoreMutation]?
 
+    var writes: [(path: Path, node: Node)] { built.writes }
+    var newRoot: Node { built.newRoot }
+    var mergeBase: Path? { built.mergeBase }
+
     fileprivate init(_ built: BuiltWrite, decision: AccessDecision, mutations: [StoreMutation]? = nil) {
         precondition(decision.allowed, "only an allowing decision authorizes a write")
-        writes = built.writes
-        newRoot = built.newRoot
-        mergeBase = built.mergeBase
+        self.built = built
         self.decision = decision
         self.mutations = mutations
     }
@@ -54,12 +55,12 @@ extension Namespace {
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition? = nil,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
+        let completion = counting(operation, completion)
         if case .admin = operation, let offLoop {
             performOffLoop(operation, as: identity, now: now, condition: condition, on: offLoop, attempt: 1, completion)
             return
         }
         let before = root
-        let built: BuiltWrite
         let authorized: AuthorizedWrite
         switch prepare(operation, as: identity, now: now, condition: condition) {
         case .failure(.conditionFailed(let current, let path)):
@@ -69,11 +70,10 @@ extension Namespace {
             completion(.failure(error))
             return
         case .success(let prepared):
-            (built, authorized) = prepared
+            authorized = prepared
         }
         commit(authorized)
-        let receipt = WriteReceipt(
-            before: before, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        let receipt = WriteReceipt(before: before, built: authorized.built)
         whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }
 
@@ -88,12 +88,43 @@ extension Namespace {
 
     /// Whether `identity` may run the admin action or read endpoint `action` on this namespace.
     public func authorizeAdmin(_ action: String, as identity: Identity, now: Int64) -> AccessDecision {
-        policy.authorize(.admin(action), at: .root, as: identity, in: name, old: root, new: nil, now: now)
+        counted(
+            policy.authorize(.admin(action), at: .root, as: identity, in: name, old: root, new: nil, now: now),
+            operation: .admin(action))
     }
 
     /// Whether `identity` may read `path` (through `query`) now.
     public func authorizeRead(_ path: Path, query: QuerySpec?, as identity: Identity, now: Int64) -> AccessDecision {
-        policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now)
+        counted(
+            policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now),
+            operation: .read(query: query))
+    }
+
+    /// Counts a refusal of the policy (`canopy_rule_denials_total`, by the kind of operation) and returns it.
+    func counted(_ decision: AccessDecision, operation: AccessOperation) -> AccessDecision {
+        if !decision.allowed { metrics?.countDenial(operation) }
+        return decision
+    }
+
+    /// Wraps `completion` so the outcome is counted (`canopy_writes_total`, and for the publish engine's
+    /// actions `canopy_publishes_total` and their duration).
+    private func counting(
+        _ operation: WriteOperation, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) -> (Result<WriteReceipt, WriteError>) -> Void {
+        guard let metrics else { return completion }
+        let started = monotonicNanoseconds()
+        let isAdmin: Bool
+        if case .admin = operation { isAdmin = true } else { isAdmin = false }
+        return { result in
+            let outcome: String
+            switch result {
+            case .success: outcome = "ok"
+            case .failure(let error): outcome = error.code
+            }
+            metrics.countWrite(outcome)
+            if isAdmin { metrics.countPublish(outcome, since: started) }
+            completion(result)
+        }
     }
 
     /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
@@ -158,15 +189,14 @@ extension Namespace {
         case .failure(let error): return completion(.failure(error))
         }
         commit(AuthorizedWrite(built, decision: decision, mutations: mutations))
-        let receipt = WriteReceipt(
-            before: old, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        let receipt = WriteReceipt(before: old, built: built)
         whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }
 
     /// Steps 1–4 of the pipeline (see the file header).
     private func prepare(
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?
-    ) -> Result<(BuiltWrite, AuthorizedWrite), WriteError> {
+    ) -> Result<AuthorizedWrite, WriteError> {
         let old = root
         var adminDecision: AccessDecision?
         if case .admin(let action) = operation {
@@ -188,8 +218,10 @@ extension Namespace {
         }
         let decision =
             adminDecision
-            ?? policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now)
+            ?? counted(
+                policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now),
+                operation: built.access)
         guard decision.allowed else { return .failure(.permissionDenied(reason: decision.reason)) }
-        return .success((built, AuthorizedWrite(built, decision: decision)))
+        return .success(AuthorizedWrite(built, decision: decision))
     }
 }
