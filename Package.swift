@@ -71,7 +71,7 @@ let package = Package(
 
         tests("CanopyCoreTests", ["CanopyCore"]),
         tests("CanopyNetTests", ["CanopyNet", "CanopyCore"]),
-        tests("CanopyStoreTests", ["CanopyStore"]),
+        tests("CanopyStoreTests", ["CanopyStore", "CanopyTestSupport"]),
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),

@@ -5,4 +5,9 @@
 
 // SQLITE_TRANSIENT is a cast macro Swift cannot import.
 static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
+
+// sqlite3_db_config is variadic. Keeps the WAL as it is when the last connection closes (no checkpoint, no reset).
+static inline void csqlite_no_checkpoint_on_close(sqlite3 *db) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}
 #endif

@@ -128,7 +128,7 @@ public final class NamespaceRegistry {
         defer { loading[name] = entry }
         guard !entry.isStarted, !(closing[name] != nil), let file = try? directory.storePath(for: name) else { return }
         entry.isStarted = true
-        let options = storeOptions()
+        let options = storeOptions(for: name)
         let pool = self.pool
         let hook = configuration.beforeNamespaceLoad
         let loop = self.loop
@@ -142,8 +142,7 @@ public final class NamespaceRegistry {
                 let (root, bytes) = try Namespace.loadMeasured(from: store)
                 result = .success(LoadedTree(store: store, root: root, bytes: bytes))
             } catch {
-                let reason = (error as? any CanopyError)?.userMessage ?? "\(error)"
-                result = .failure(.failed(namespace: name, reason: reason))
+                result = .failure(.opening(name, error))
             }
             loop.execute { bound.value?.loaded(name, result) }
         }
@@ -166,8 +165,16 @@ public final class NamespaceRegistry {
             register(namespace)
             outcome = .success(namespace)
         case .failure(let error):
-            if case .failed(_, let reason) = error {
-                logger.error("ns.open_failed", ["ns": name, "error": reason])
+            switch error {
+            case .failed(_, let reason): logger.error("ns.open_failed", ["ns": name, "error": reason])
+            case .dataLoss(_, let expected, let found):
+                logger.error(
+                    "ns.data_loss",
+                    [
+                        "ns": name, "expected_revision": expected.map { "\($0)" } ?? "unreadable",
+                        "found_revision": "\(found)", "accept_with": "--accept-data-loss \(name)",
+                    ])
+            default: break
             }
             outcome = .failure(error)
         }
@@ -178,8 +185,10 @@ public final class NamespaceRegistry {
         closeIdleOverBudget()
     }
 
-    func storeOptions() -> StoreOptions {
+    /// The options of `namespace`'s store.
+    func storeOptions(for namespace: String) -> StoreOptions {
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
+        options.acceptsDataLoss = configuration.acceptsDataLoss(in: namespace)
         options.beforeSync = configuration.beforeWALSync
         options.maximumPageCount = configuration.maximumPagesPerNamespace
         options.commitLatency = metrics.commitLatency
@@ -191,7 +200,7 @@ public final class NamespaceRegistry {
     /// closed (`loadSavedRules`).
     private func makeNamespace(_ name: String, store: NamespaceStore?, root: Node, bytes: Int) -> Namespace {
         let file = (try? directory.storePath(for: name)) ?? ""
-        let options = storeOptions()
+        let options = storeOptions(for: name)
         let pool = self.pool
         // A namespace that has no file yet gets one at its first write (see `Namespace.store`), on a store thread.
         let create = { @Sendable (done: @escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) in

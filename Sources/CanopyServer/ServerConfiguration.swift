@@ -21,6 +21,12 @@ public struct ServerConfiguration: Sendable {
     public var allowTokensWithoutExpiry = false
     /// SQLite `synchronous=FULL` (true, survives power loss) or `NORMAL` (survives process crashes).
     public var synchronousFull = true
+    /// Namespaces whose store opens even when committed writes are missing from it (a lost or damaged WAL):
+    /// what was recovered is served and becomes the new baseline (`--accept-data-loss <namespace>`). Without it
+    /// such a namespace refuses service (503).
+    public var acceptDataLossNamespaces: Set<String> = []
+    /// `acceptDataLossNamespaces` for every namespace (`--accept-all-data-loss`).
+    public var acceptAllDataLoss = false
     /// Largest accepted request body.
     public var maxBodyBytes = 256 * 1024 * 1024
     /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
@@ -61,4 +67,9 @@ public struct ServerConfiguration: Sendable {
     package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil
 
     public init() {}
+
+    /// Whether a loss of committed writes in `namespace` is accepted (see `acceptDataLossNamespaces`).
+    public func acceptsDataLoss(in namespace: String) -> Bool {
+        acceptAllDataLoss || acceptDataLossNamespaces.contains(namespace)
+    }
 }

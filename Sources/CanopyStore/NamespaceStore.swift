@@ -209,9 +209,11 @@ public final class NamespaceStore: Sendable {
                 syncer.hand(WALSyncer.Batch(completions: group.map(\.completion), results: results))
                 continue
             }
-            if committed && writer.syncsAfterCommit {
+            if committed {
+                // The WAL first (with `.full`), then the record of it (see CommitSequenceFile).
                 do throws(StoreError) {
-                    try writer.syncWAL()
+                    if writer.syncsAfterCommit { try writer.syncWAL() }
+                    try writer.sequence.record(writer.revision)
                 } catch {
                     results = results.map { result in result.flatMap { _ in .failure(error) } }
                 }
@@ -248,7 +250,9 @@ final class WriterState: @unchecked Sendable {
         writer = opened
         syncer =
             opened.syncsAfterCommit
-            ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, latency: options.syncLatency, pool: pool)
+            ? WALSyncer(
+                databasePath: path, sequence: opened.sequence, beforeSync: options.beforeSync,
+                latency: options.syncLatency, pool: pool)
             : nil
     }
 

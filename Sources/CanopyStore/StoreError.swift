@@ -26,6 +26,9 @@ public struct StoreError: CanopyError, Equatable {
         case closed
         /// A stored row could not be decoded (the file was altered outside Canopy).
         case corrupt
+        /// Committed submissions are missing from the file (its WAL was lost or damaged), or the record of the
+        /// last committed one is damaged: see `missing` and `CommitSequenceFile`.
+        case dataLoss
     }
 
     /// What went wrong.
@@ -36,13 +39,19 @@ public struct StoreError: CanopyError, Equatable {
     public let detail: String
     /// The file or the key path involved, when there is one.
     public let location: String?
+    /// For `.dataLoss`: the revision recorded as committed and the one recovered (nil when the record is damaged).
+    public let missing: MissingCommits?
 
     /// Creates an error of `kind` with a description and an optional location.
-    public init(_ kind: Kind, _ detail: String, location: String? = nil, sqlite: SQLiteError? = nil) {
+    public init(
+        _ kind: Kind, _ detail: String, location: String? = nil, sqlite: SQLiteError? = nil,
+        missing: MissingCommits? = nil
+    ) {
         self.kind = kind
         self.detail = detail
         self.location = location
         self.sqlite = sqlite
+        self.missing = missing
     }
 
     /// Wraps an SQLite failure.
@@ -64,6 +73,7 @@ public struct StoreError: CanopyError, Equatable {
         case .fileSystem: "storage_error"
         case .closed: "storage_closed"
         case .corrupt: "storage_corrupt"
+        case .dataLoss: "data_loss"
         }
     }
 

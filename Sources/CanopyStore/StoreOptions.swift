@@ -26,6 +26,10 @@ public struct StoreOptions: Sendable {
     /// Bounds a commit's latency and the WAL's growth under a flood of writes. Default 10 000.
     public var maximumMutationsPerTransaction: Int = 10_000
 
+    /// Open the file even when committed submissions are missing from it (a lost or damaged WAL, see
+    /// `CommitSequenceFile`): serve what SQLite recovered and record its revision as the new baseline.
+    /// Default false: such a store refuses to open with `StoreError.Kind.dataLoss`.
+    public var acceptsDataLoss: Bool = false
     /// Where each transaction's duration (mutations and COMMIT, in seconds) is recorded, if anywhere (metrics).
     public var commitLatency: LatencyHistogram? = nil
     /// Where each fdatasync of the WAL is timed (`synchronous = .full` only), if anywhere (metrics).

@@ -178,6 +178,12 @@ enum StoreSchema {
         }
     }
 
+    /// The committed revision as SQLite recovered it (0 for a file without a `meta` table), read without writing.
+    static func recoveredRevision(_ connection: SQLiteConnection) throws(SQLiteError) -> UInt64 {
+        guard try connection.queryText(SQL.hasMeta) == "1" else { return 0 }
+        return UInt64(max(try readMeta(connection, MetaName.revision) ?? 0, 0))
+    }
+
     /// 0 for an empty file, else the `meta` version.
     private static func storedVersion(_ connection: SQLiteConnection) throws -> Int64 {
         let hasMeta = try connection.queryText(SQL.hasMeta) == "1"

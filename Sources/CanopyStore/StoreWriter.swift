@@ -22,16 +22,67 @@ final class StoreWriter {
     /// Opens `path` for writing: configures WAL and durability, then migrates the schema.
     ///
     /// - Throws: `StoreError` when the file cannot be opened, configured or migrated.
+    /// - Throws: `StoreError` when the file cannot be opened, configured or migrated; `.dataLoss` when committed
+    ///   submissions are missing from it (see `CommitSequenceFile`) and `options.acceptsDataLoss` is false.
     init(path: String, options: StoreOptions) throws(StoreError) {
+        let recovered: UInt64
         do {
             connection = try SQLiteConnection(path: path, mode: .readWriteCreate)
             try Self.configure(connection, options: options, syncsWALItself: true)
+            // Before migrating: an empty file (its WAL gone before any checkpoint) would be initialised.
+            recovered = try StoreSchema.recoveredRevision(connection)
         } catch {
             throw StoreError(error, location: path)
+        }
+        let sequencePath = CommitSequenceFile.path(for: path)
+        let record = CommitSequenceFile.read(at: sequencePath)
+        let loss = Self.loss(record: record, recovered: recovered, path: path)
+        if let loss, !options.acceptsDataLoss {
+            // Leave the files as they are for whoever investigates: no checkpoint, no WAL reset at close.
+            csqlite_no_checkpoint_on_close(connection.database)
+            try? connection.close()
+            throw loss
         }
         revision = try StoreSchema.migrate(connection)
         cache = StatementCache(connection: connection)
         syncsAfterCommit = options.synchronous == .full
+        sequence = try CommitSequenceFile(path: sequencePath)
+        if record != .revision(revision) { try sequence.record(revision) }
+        if let loss {
+            sequence.sync()
+            Logger(label: "canopy.store").warning(
+                "store.data_loss_accepted",
+                [
+                    "file": path, "expected": loss.missing.map { "\($0.expected)" } ?? "unreadable",
+                    "found": "\(recovered)",
+                ])
+        }
+    }
+
+    /// The side file recording the last committed revision outside the WAL.
+    let sequence: CommitSequenceFile
+
+    /// The loss `record` reveals when SQLite recovered `recovered`, if any.
+    private static func loss(record: CommitSequenceFile.Record, recovered: UInt64, path: String) -> StoreError? {
+        switch record {
+        case .absent:
+            return nil
+        case .revision(let expected) where recovered < expected:
+            return StoreError(
+                .dataLoss,
+                "committed writes are missing: revision \(expected) was committed but only revision \(recovered)"
+                    + " could be recovered (the last \(expected - recovered) commits are lost: the write-ahead log"
+                    + " was deleted, truncated or damaged)",
+                location: path, missing: MissingCommits(expected: expected, found: recovered))
+        case .revision:
+            return nil
+        case .unreadable:
+            return StoreError(
+                .dataLoss,
+                "the record of the last committed revision (\(CommitSequenceFile.path(for: path))) is damaged, so"
+                    + " whether committed writes are missing cannot be told (revision \(recovered) was recovered)",
+                location: path)
+        }
     }
 
     /// Forces the WAL to disk (fdatasync through SQLite's own file handle), after a COMMIT.
@@ -170,6 +221,7 @@ final class StoreWriter {
         cache.removeAll()
         _ = try? connection.queryText("PRAGMA wal_checkpoint(TRUNCATE)")
         try? connection.close()
+        sequence.sync()
     }
 
     private func applyAll(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {

@@ -32,17 +32,18 @@ final class WALSyncer: Sendable {
     /// - Parameters:
     ///   - beforeSync: a test hook, called on the syncing thread before each sync.
     ///   - pool: the threads the syncs run on.
+    ///   - sequence: where the last synced revision is recorded, after each sync and before the completions run.
     ///   - latency: where each sync's duration is recorded (metrics), if anywhere.
     init?(
-        databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, latency: LatencyHistogram? = nil,
-        pool: StorePool
+        databasePath: String, sequence: CommitSequenceFile, beforeSync: (@Sendable () -> Void)? = nil,
+        latency: LatencyHistogram? = nil, pool: StorePool
     ) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
         lane = StoreLane(pool: pool) { taken in
-            Self.sync(taken, descriptor: fd, path: wal, beforeSync: beforeSync, latency: latency)
+            Self.sync(taken, descriptor: fd, path: wal, sequence: sequence, beforeSync: beforeSync, latency: latency)
         }
     }
 
@@ -62,8 +63,8 @@ final class WALSyncer: Sendable {
     }
 
     private static func sync(
-        _ taken: [Batch], descriptor: Int32, path: String, beforeSync: (@Sendable () -> Void)?,
-        latency: LatencyHistogram?
+        _ taken: [Batch], descriptor: Int32, path: String, sequence: CommitSequenceFile,
+        beforeSync: (@Sendable () -> Void)?, latency: LatencyHistogram?
     ) {
         var failure: StoreError?
         beforeSync?()
@@ -75,6 +76,11 @@ final class WALSyncer: Sendable {
             break
         }
         latency?.observe(since: started)
+        // Recorded only once the frames are durable, so the record is never ahead of what can be recovered, and
+        // before any acknowledgement, so every acknowledged revision is recorded (see CommitSequenceFile).
+        if failure == nil, let last = lastRevision(in: taken) {
+            do throws(StoreError) { try sequence.record(last) } catch { failure = error }
+        }
         for batch in taken {
             for (completion, result) in zip(batch.completions, batch.results) {
                 if let failure, case .success = result {
@@ -84,5 +90,14 @@ final class WALSyncer: Sendable {
                 }
             }
         }
+    }
+
+    /// The highest revision committed in `batches`, nil when none committed.
+    static func lastRevision(in batches: [Batch]) -> UInt64? {
+        var last: UInt64?
+        for batch in batches {
+            for case .success(let revision) in batch.results { last = max(last ?? 0, revision) }
+        }
+        return last
     }
 }

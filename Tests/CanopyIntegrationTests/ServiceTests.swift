@@ -84,7 +84,7 @@ import Testing
         #expect(low.stdout.contains("\nAmbientCapabilities=CAP_NET_BIND_SERVICE\n"))
         #expect(low.stdout.contains(#" serve --data "/srv/c d" --port 80"#))
         let big = try runCanopy(["service", "--user", "c", "--data", "/d", "--max-connections", "200000"])
-        #expect(big.stdout.contains("\nLimitNOFILE=205024\n"))
+        #expect(big.stdout.contains("\nLimitNOFILE=206024\n"))
     }
 
     @Test(arguments: [

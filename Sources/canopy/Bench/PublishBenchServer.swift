@@ -15,6 +15,8 @@ final class PublishBenchServer {
     let namespace: String
     private let process: Process
     private let dataDirectory: String
+    /// The daemon's data directory (its signing key, for benchmarks that mint tokens).
+    var dataDirectoryPath: String { dataDirectory }
     private let client: HTTPClient
 
     /// The child's process ID (for its thread, memory and descriptor counts).

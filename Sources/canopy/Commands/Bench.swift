@@ -9,7 +9,8 @@ import Synchronization
 
 struct BenchCommand: Command {
     static let name = "bench"
-    static let abstract = "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules)."
+    static let abstract =
+        "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules), long soak (soak)."
     static let usage = """
         canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal]
           Starts a daemon on a temporary data directory and drives it over loopback with small PUTs: sequential
@@ -29,6 +30,7 @@ struct BenchCommand: Command {
                                 [--serve-option <option>]...
           Creates <n> namespaces of about <nodes> nodes each, leaves them idle, and reports the daemon's
           threads, resident memory and open descriptors right after and after <idle> seconds.
+        \(SoakBenchmark.usage)
         """
 
     var kind: String
@@ -40,13 +42,18 @@ struct BenchCommand: Command {
     var publish: PublishBenchmark?
     var isolation: IsolationBenchmark?
     var namespaces: NamespacesBenchmark?
+    var soak: SoakBenchmark?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces"]
+        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak"]
         guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
-            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces'")
+            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak'")
         }
         self.kind = kind
+        if kind == "soak" {
+            soak = try SoakBenchmark(parsing: &arguments)
+            return
+        }
         if kind == "fanout" {
             fanout = try FanoutBenchmark(parsing: &arguments)
             return
@@ -89,6 +96,7 @@ struct BenchCommand: Command {
         case "publish": try publish?.run()
         case "isolation": try isolation?.run()
         case "namespaces": try namespaces?.run()
+        case "soak": try soak?.run()
         default: try RulesBenchmark(iterations: iterations).run()
         }
     }

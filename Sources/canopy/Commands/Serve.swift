@@ -3,6 +3,7 @@
 import CCanopyLinux
 import CanopyCore
 import CanopyServer
+import CanopyStore
 
 struct Serve: Command {
     static let name = "serve"
@@ -10,7 +11,7 @@ struct Serve: Command {
     static let usage = """
         canopy serve [--host <addr>] [--port <n>] [--data <dir>] [--default-ns <name>] [--rules <file>]
                      [--public-keys <pem-or-jwks-file>]... [--allow-tokens-without-exp] [--emulator]
-                     [--sync full|normal]
+                     [--sync full|normal] [--accept-data-loss <ns>]... [--accept-all-data-loss]
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>] [--metrics-port <n>] [--drain-timeout <seconds>]
@@ -25,6 +26,11 @@ struct Serve: Command {
                          by default such a token is refused
           --emulator     also accept 'Authorization: Bearer owner' as admin and unsigned tokens (tests only)
           --sync         SQLite synchronous mode: full (default; survives power loss) or normal
+          --accept-data-loss  serve namespace <ns> even though committed writes are missing from its
+                         database (its write-ahead log was deleted, truncated or damaged): what was
+                         recovered becomes the new baseline. Without it such a namespace refuses
+                         service (503) and the log names it (event ns.data_loss)
+          --accept-all-data-loss  the same for every namespace
           --max-connections  simultaneous connections before new ones get 503 (default 10000); the open-file
                          limit is raised to fit when the system allows
           --max-output-backlog  unsent output (MiB) a subscriber's stream or socket may hold before it is
@@ -64,6 +70,7 @@ struct Serve: Command {
         ("--demo", true), ("--max-connections", false), ("--max-output-backlog", false), ("--store-threads", false),
         ("--max-open-namespaces", false), ("--max-namespace-memory", false), ("--namespace-idle", false),
         ("--metrics-port", false), ("--drain-timeout", false), ("--log-level", false), ("--log-format", false),
+        ("--accept-data-loss", false), ("--accept-all-data-loss", true),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -116,6 +123,13 @@ struct Serve: Command {
         case "--emulator": configuration.emulator = true
         case "--allow-tokens-without-exp": configuration.allowTokensWithoutExpiry = true
         case "--demo": demo = true
+        case "--accept-data-loss":
+            let namespace = try arguments.value(for: option)
+            guard DataDirectory.isValidNamespace(namespace) else {
+                throw .invalidValue(option, namespace, expected: "a namespace name")
+            }
+            configuration.acceptDataLossNamespaces.insert(namespace)
+        case "--accept-all-data-loss": configuration.acceptAllDataLoss = true
         case "--max-connections":
             configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
         case "--max-output-backlog":
@@ -155,8 +169,8 @@ struct Serve: Command {
     func run() throws {
         if let logLevel { LogSettings.level = logLevel }
         if let logJSON { LogSettings.json = logJSON }
-        // Each open namespace holds up to four descriptors (database, WAL, shared memory, WAL syncer).
-        raiseOpenFileLimit(toFit: configuration.maxConnections + 4 * configuration.maxOpenNamespaces + 64)
+        // Each open namespace holds up to five descriptors (database, WAL, shared memory, WAL syncer, commit record).
+        raiseOpenFileLimit(toFit: configuration.maxConnections + 5 * configuration.maxOpenNamespaces + 64)
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
         if demo {

@@ -86,7 +86,7 @@ struct ServiceCommand: Command {
         let configuration = serve.configuration
         let nofile =
             limitNoFile
-            ?? max(65_536, configuration.maxConnections + 4 * configuration.maxOpenNamespaces + 1024)
+            ?? max(65_536, configuration.maxConnections + 5 * configuration.maxOpenNamespaces + 1024)
         let command = [binary, "serve", "--data", dataDirectory] + serveWords
         // systemd waits this long after SIGTERM before SIGKILL: the drain plus time to close the databases.
         let stopSeconds = configuration.drainTimeoutMilliseconds / 1000 + 15
