@@ -34,6 +34,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
 
     /// Binds the listening socket; `port` is known afterwards.
     public func start() throws {
+        let tlsContext = try configuration.tls.map(Self.loadTLS)  // bad files refuse to start, naming the path
         let context = try openDatabases()
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
@@ -42,9 +43,10 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let server = try HTTPServer(
             loop: loop, host: configuration.host, port: configuration.port, limits: limits,
             handler: RESTHandler(context: context))
+        server.tlsContext = tlsContext
         try server.start()
         self.server = server
-        logger.info("server.listening", ["url": "http://\(configuration.host):\(server.port)"])
+        logger.info("server.listening", ["url": "\(scheme)://\(configuration.host):\(server.port)"])
     }
 
     /// The namespaces and the realtime hub, without a listening socket.
@@ -107,6 +109,12 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         loop.onSignals([SIGTERM, SIGINT]) { [weak self] signal in
             self?.logger.info("server.signal", ["signal": "\(signal)"])
             self?.shutdown()
+        }
+        if let files = configuration.tls {
+            loop.onSignals([SIGHUP]) { [weak self] _ in
+                guard let self, let server = self.server else { return }
+                Self.reloadTLS(files, into: server, logger: self.logger)
+            }
         }
         loop.run()
     }

@@ -15,6 +15,7 @@ struct Serve: Command {
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>]
                      [--log-level <level>] [--log-format logfmt|json]
+                     [--tls-cert <pem-chain> --tls-key <pem-key>]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -38,14 +39,21 @@ struct Serve: Command {
           --namespace-idle  seconds after which a namespace nothing uses is closed (default 60)
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
+          --tls-cert     serve HTTPS, WSS and SSE over TLS 1.2/1.3 on the port with this PEM certificate chain
+                         (server certificate first, then intermediates); reloaded with the key on SIGHUP
+          --tls-key      the PEM private key of --tls-cert (both or neither)
         """
 
     var configuration = ServerConfiguration()
     var demo = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
+        var tlsCertificate: String?
+        var tlsKey: String?
         while let option = try arguments.nextOption() {
             switch option {
+            case "--tls-cert": tlsCertificate = try arguments.value(for: option)
+            case "--tls-key": tlsKey = try arguments.value(for: option)
             case "--host": configuration.host = try arguments.value(for: option)
             case "--port": configuration.port = try arguments.int(for: option, in: 0...65535)
             case "--data": configuration.dataDirectory = try arguments.value(for: option)
@@ -87,6 +95,12 @@ struct Serve: Command {
             default: throw .unknownOption(option, command: Self.name)
             }
         }
+        switch (tlsCertificate, tlsKey) {
+        case (let certificate?, let key?): configuration.tls = .init(certificateFile: certificate, keyFile: key)
+        case (nil, nil): break
+        case (nil, _): throw .missingOption("--tls-cert")
+        case (_, nil): throw .missingOption("--tls-key")
+        }
     }
 
     func run() throws {
@@ -102,7 +116,7 @@ struct Serve: Command {
         }
         print(
             """
-            canopy: serving http://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
+            canopy: serving \(daemon.scheme)://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
             canopy: admin credential in \(daemon.credentials.adminCredentialPath) (mode 0600); \
             use it as 'Authorization: Bearer <credential>'
             """ + (demo ? "\ncanopy: demo event in namespace canopy-demo-summit (try: canopy status --ns canopy-demo-summit)" : "")
