@@ -122,7 +122,7 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { break }
             collected += String(decoding: data, as: UTF8.self)
-            if let range = collected.range(of: #"serving http://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression) {
+            if let range = collected.range(of: #"serving https?://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression) {
                 let text = collected[range]
                 port = Int(text.split(separator: ":").last!.dropLast()) ?? 0  // the space after the port: the line is whole
                 break
