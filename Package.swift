@@ -38,7 +38,7 @@ let package = Package(
 
         // OpenSSL only on Linux: Apple platforms hash with CommonCrypto, so the client library needs no OpenSSL.
         library("CanopyCore", [.target(name: "CCrypto", condition: .when(platforms: [.linux]))]),
-        library("CanopyNet", ["CanopyCore", "CCanopyLinux"]),
+        library("CanopyNet", ["CanopyCore", "CCanopyLinux", "CCrypto"]),  // TLS: libssl
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),

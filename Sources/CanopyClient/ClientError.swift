@@ -23,6 +23,8 @@ public enum ClientError: CanopyError, Equatable {
     case invalidURL(reason: String)
     /// No value arrived in time: offline with nothing cached for the location, or the server did not answer.
     case timedOut(path: String)
+    /// TLS could not be set up: the CA file cannot be read (a refused server certificate is a connection error).
+    case tls(reason: String)
 
     public var code: String {
         switch self {
@@ -35,6 +37,7 @@ public enum ClientError: CanopyError, Equatable {
         case .storage: "storage_failed"
         case .invalidURL: "invalid_url"
         case .timedOut: "timed_out"
+        case .tls: "tls"
         }
     }
 
@@ -49,6 +52,7 @@ public enum ClientError: CanopyError, Equatable {
         case .storage(let reason): "The local cache failed: \(reason)"
         case .invalidURL(let reason): "Unusable database URL: \(reason)"
         case .timedOut(let path): "No value for \(path) arrived in time (offline with nothing cached?)."
+        case .tls(let reason): "TLS is unusable: \(reason)"
         }
     }
 

@@ -22,23 +22,22 @@ public final class Database: Sendable {
 
     /// Opens a database and starts connecting.
     /// - Parameters:
-    ///   - url: the server, `http://host:port` (or `ws://`); `https`/`wss` need the Apple transport.
+    ///   - url: the server, `http://host:port` (or `ws://`), or `https`/`wss` for TLS (on Linux verified against
+    ///     the system's CA store or ``DatabaseOptions/tlsCAFile``, and the host name).
     ///   - namespace: the namespace (`ns`) to use.
     ///   - token: a credential presented after each connect (a JWT, or the admin credential).
     ///   - cacheDirectory: where the cache and write queue live (one SQLite file per namespace); nil keeps
     ///     everything in memory.
     ///   - options: reconnect policy, token refresher, timers.
-    /// - Throws: `ClientError.invalidURL` or `.storage`.
+    /// - Throws: `ClientError.invalidURL`, `.tls` (an unreadable ``DatabaseOptions/tlsCAFile``) or `.storage`.
     public convenience init(
         url: URL, namespace: String, token: String? = nil, cacheDirectory: URL? = nil,
         options: DatabaseOptions = .init()
     ) throws {
         let endpoint = try Endpoint(url: url, namespace: namespace)
         #if os(Linux)
-            guard !endpoint.secure else {
-                throw ClientError.invalidURL(reason: "TLS (https/wss) is not supported by the Linux transport")
-            }
-            let loop = try LoopThread()
+            let tls = endpoint.secure ? try LoopThread.tlsContext(caFile: options.tlsCAFile) : nil
+            let loop = try LoopThread(tls: tls)
             try self.init(endpoint: endpoint, token: token, cacheDirectory: cacheDirectory, options: options, loop: loop,
                           transport: loop.factory)
         #else
@@ -120,6 +119,9 @@ public final class Database: Sendable {
 
     /// The current connection state.
     public var connectionState: ConnectionState { core.sync { core.connectionState } }
+
+    /// Why the last connection attempt failed or ended, such as a refused TLS certificate; nil until one did.
+    public var lastConnectionError: String? { core.sync { core.lastConnectionError } }
 
     /// Replaces the credential; when connected it is presented at once on the live socket (nil signs out).
     public func setToken(_ token: String?) async {

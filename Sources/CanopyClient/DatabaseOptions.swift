@@ -14,12 +14,17 @@ public struct DatabaseOptions: Sendable {
     public var connectTimeout: Double
     /// Seconds to gather changed server values before writing them to the cache file.
     public var cacheFlushDelay: Double
+    /// A PEM file of CA certificates to trust for `https`/`wss` instead of the system's store (Linux transport;
+    /// the Apple transport uses the system's trust settings). The server's certificate and name are always checked.
+    public var tlsCAFile: String?
 
     /// Creates options.
     public init(
         reconnect: ReconnectPolicy = ReconnectPolicy(), tokenRefresher: (@Sendable () async -> String?)? = nil,
-        keepAliveInterval: Double = 45, connectTimeout: Double = 30, cacheFlushDelay: Double = 0.1
+        keepAliveInterval: Double = 45, connectTimeout: Double = 30, cacheFlushDelay: Double = 0.1,
+        tlsCAFile: String? = nil
     ) {
+        self.tlsCAFile = tlsCAFile
         self.connectTimeout = connectTimeout
         self.reconnect = reconnect
         self.tokenRefresher = tokenRefresher

@@ -26,39 +26,63 @@ public struct HTTPClientResponse: Sendable {
     public var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-/// One blocking HTTP/1.1 connection to `host:port`, reconnecting when the server closed it.
+/// One blocking HTTP/1.1 connection to `host:port` (over TLS when given a ``TLSClientContext``), reconnecting
+/// when the server closed it.
 public final class HTTPClient {
     public let host: String
     public let port: Int
     public var timeoutSeconds: Int
+    /// Speak HTTPS, verifying the server against this context and ``host``; nil for plain HTTP.
+    public let tls: TLSClientContext?
+    /// The name the server's certificate must carry (the URL's host; `localhost` stays a name).
+    private let verifiedHost: String
+    private var session: TLSSession?
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     /// The largest Content-Length or chunk size accepted from a server (1 TiB: any real body, and far from
     /// the `Int` arithmetic on it overflowing).
     static let maxBodyBytes = 1 << 40
 
-    public init(host: String, port: Int, timeoutSeconds: Int = 30) {
-        self.host = host
+    public init(host: String, port: Int, timeoutSeconds: Int = 30, tls: TLSClientContext? = nil) {
+        self.verifiedHost = host
+        self.host = host == "localhost" ? "127.0.0.1" : host
         self.port = port
         self.timeoutSeconds = timeoutSeconds
+        self.tls = tls
     }
 
     deinit { close() }
 
-    /// Parses `http://host:port` (path and query ignored).
-    public convenience init(url: String, timeoutSeconds: Int = 30) throws {
-        guard url.hasPrefix("http://") else { throw HTTPClientError("only http:// URLs are supported: \(url)") }
-        let rest = url.dropFirst("http://".count)
+    /// Parses `http://host:port` or `https://host:port` (path and query ignored); `https` verifies the server
+    /// against `caFile` (PEM), or the system's CA store when nil.
+    public convenience init(url: String, timeoutSeconds: Int = 30, caFile: String? = nil) throws {
+        let secure = url.hasPrefix("https://")
+        guard secure || url.hasPrefix("http://") else {
+            throw HTTPClientError("only http:// and https:// URLs are supported: \(url)")
+        }
+        let rest = url.dropFirst(secure ? "https://".count : "http://".count)
         let authority = rest.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         let hostPart = authority.split(separator: "?").first.map(String.init) ?? authority
         let pieces = hostPart.split(separator: ":")
         guard let host = pieces.first, pieces.count <= 2 else { throw HTTPClientError("bad URL \(url)") }
-        let port = pieces.count == 2 ? Int(pieces[1]) : 80
+        let port = pieces.count == 2 ? Int(pieces[1]) : (secure ? 443 : 80)
         guard let port, (1...65535).contains(port) else { throw HTTPClientError("bad port in \(url)") }
-        self.init(host: host == "localhost" ? "127.0.0.1" : String(host), port: port, timeoutSeconds: timeoutSeconds)
+        var tls: TLSClientContext?
+        do throws(TLSError) {
+            if secure, let caFile {
+                tls = try TLSClientContext(caFile: caFile)
+            } else if secure {
+                tls = try TLSClientContext.system.get()
+            }
+        } catch {
+            throw HTTPClientError(error.userMessage)
+        }
+        self.init(host: String(host), port: port, timeoutSeconds: timeoutSeconds, tls: tls)
     }
 
     public func close() {
+        session?.shutdown()
+        session = nil
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
         buffer = []
@@ -140,9 +164,45 @@ public final class HTTPClient {
         }
         fd = socketFD
         buffer = []
+        if let tls { try startTLS(tls) }
+    }
+
+    private func startTLS(_ context: TLSClientContext) throws {
+        do {
+            session = try TLSSession(client: context, fd: fd, host: verifiedHost)
+        } catch {
+            close()
+            throw HTTPClientError(error.userMessage)
+        }
+        guard let session else { return }
+        switch session.handshake() {
+        case .transferred:
+            return
+        case .wouldBlock:
+            close()
+            throw HTTPClientError("TLS handshake with \(host):\(port) timed out after \(timeoutSeconds) s")
+        case .endOfFile:
+            close()
+            throw HTTPClientError("TLS handshake with \(host):\(port) failed: the server closed the connection")
+        case .failed:
+            let reason = session.failureReason
+            close()
+            throw HTTPClientError("TLS handshake with \(host):\(port) failed: \(reason)")
+        }
     }
 
     private func sendAll(_ bytes: [UInt8]) throws {
+        if let session {
+            var offset = 0
+            while offset < bytes.count {
+                let result = bytes.withUnsafeBytes { session.write(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+                guard case .transferred(let count) = result else {
+                    throw HTTPClientError("TLS send failed: \(session.failureReason)")
+                }
+                offset += count
+            }
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes {
@@ -156,6 +216,15 @@ public final class HTTPClient {
 
     private func receive() throws -> [UInt8] {
         var chunk = [UInt8](repeating: 0, count: 65536)
+        if let session {
+            let result = chunk.withUnsafeMutableBytes { session.read(into: $0) }
+            switch result {
+            case .transferred(let count): return Array(chunk[0..<count])
+            case .endOfFile: return []
+            case .wouldBlock: throw HTTPClientError("timed out after \(timeoutSeconds) s")
+            case .failed: throw HTTPClientError("TLS receive failed: \(session.failureReason)")
+            }
+        }
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }

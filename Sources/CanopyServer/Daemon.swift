@@ -40,6 +40,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
 
     /// Binds the listening socket; `port` is known afterwards.
     public func start() throws {
+        let tlsContext = try configuration.tls.map(Self.loadTLS)  // bad files refuse to start, naming the path
         let context = try openDatabases()
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = configuration.maxBodyBytes
@@ -60,10 +61,11 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
             self.metricsServer = metricsServer
             logger.info("server.metrics_listening", ["url": "http://127.0.0.1:\(metricsServer.port)/.canopy/metrics"])
         }
+        server.tlsContext = tlsContext
         try server.start()
         self.server = server
         context.server = server
-        logger.info("server.listening", ["url": "http://\(configuration.host):\(server.port)"])
+        logger.info("server.listening", ["url": "\(scheme)://\(configuration.host):\(server.port)"])
     }
 
     /// The bound metrics port (`--metrics-port`), or nil without one.
@@ -129,6 +131,12 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         loop.onSignals([SIGTERM, SIGINT]) { [weak self] signal in
             self?.logger.info("server.signal", ["signal": "\(signal)"])
             self?.shutdown()
+        }
+        if let files = configuration.tls {
+            loop.onSignals([SIGHUP]) { [weak self] _ in
+                guard let self, let server = self.server else { return }
+                Self.reloadTLS(files, into: server, logger: self.logger)
+            }
         }
         loop.run()
     }

@@ -66,10 +66,28 @@ public struct ServerConfiguration: Sendable {
     /// Test hook: runs on a store thread before a namespace's tree is loaded (to hold a load).
     package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil
 
+    /// Serve HTTPS/WSS with these files (reloaded on SIGHUP); nil serves plaintext.
+    public var tls: TLSFiles? = nil
+
     public init() {}
 
     /// Whether a loss of committed writes in `namespace` is accepted (see `acceptDataLossNamespaces`).
     public func acceptsDataLoss(in namespace: String) -> Bool {
         acceptAllDataLoss || acceptDataLossNamespaces.contains(namespace)
+    }
+}
+
+extension ServerConfiguration {
+    /// The TLS files of `canopy serve --tls-cert/--tls-key`, or nil to serve plaintext (Architecture.md#TLS).
+    public struct TLSFiles: Sendable, Equatable {
+        /// PEM certificate chain: the server's certificate first, then intermediates.
+        public var certificateFile: String
+        /// PEM private key of that certificate.
+        public var keyFile: String
+
+        public init(certificateFile: String, keyFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
     }
 }

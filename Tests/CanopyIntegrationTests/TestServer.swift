@@ -137,7 +137,7 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
             if data.isEmpty { break }
             collected += String(decoding: data, as: UTF8.self)
             if port == 0,
-                let range = collected.range(of: #"serving http://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression)
+                let range = collected.range(of: #"serving https?://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression)
             {
                 let text = collected[range]
                 port = Int(text.split(separator: ":").last!.dropLast()) ?? 0  // the space after the port: the line is whole

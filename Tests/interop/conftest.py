@@ -23,7 +23,7 @@ class Server:
             line = self.proc.stdout.readline()
             if not line:
                 break
-            m = re.search(r"serving (http://[0-9.]+:[0-9]+)", line)
+            m = re.search(r"serving (https?://[0-9.]+:[0-9]+)", line)
             if m:
                 self.url = m.group(1)
                 break

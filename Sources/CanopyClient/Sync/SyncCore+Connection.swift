@@ -66,6 +66,7 @@ extension SyncCore {
             }
         } catch {
             logger.warning("client.transport_failed", ["reason": "\(error)"])
+            lastConnectionError = (error as? any CanopyError)?.userMessage ?? "\(error)"
             drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
         }
     }
@@ -77,6 +78,7 @@ extension SyncCore {
             return  // the server speaks first (handshake)
         case .closed(let reason):
             logger.debug("client.connection_closed", ["reason": reason])
+            lastConnectionError = reason
             drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
         case .text(let frame):
             do {

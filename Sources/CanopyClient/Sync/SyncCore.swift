@@ -63,6 +63,8 @@ final class SyncCore: @unchecked Sendable {
     var stateContinuations: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
     var nextContinuationID = 1
     var connectionState = ConnectionState.disconnected
+    /// Why the last transport failed or ended (a refused TLS certificate, a refused connection). Queue only.
+    var lastConnectionError: String?
 
     init(
         endpoint: Endpoint, token: String?, store: StoreWriter?, options: DatabaseOptions,

@@ -1,7 +1,7 @@
 // LoopTransport -- the Linux transport: CanopyNet's WebSocketClient on an event-loop thread owned by a Database.
 //
-// TLS is not available on this path: `https`/`wss` URLs fail to connect with a clear error (Canopy is served
-// over plain HTTP behind a TLS proxy; the Apple transport does TLS).
+// `https`/`wss` speak TLS through CanopyNet's TLSSession (OpenSSL), verified against the system's CA store or
+// `DatabaseOptions.tlsCAFile`; a refused certificate ends the attempt with OpenSSL's reason.
 
 #if !os(Linux)
     /// Only the Linux transport runs its own loop thread.
@@ -17,8 +17,21 @@
     /// An event loop running on its own thread until `stop()`.
     final class LoopThread: Sendable {
         let loop: EventLoop
+        /// The TLS settings of `https`/`wss` endpoints (nil: the database URL is plain).
+        let tls: TLSClientContext?
 
-        init() throws(ClientError) {
+        /// The client TLS context trusting `caFile`, or the system's CA store.
+        static func tlsContext(caFile: String?) throws(ClientError) -> TLSClientContext {
+            do throws(TLSError) {
+                guard let caFile else { return try TLSClientContext.system.get() }
+                return try TLSClientContext(caFile: caFile)
+            } catch {
+                throw .tls(reason: error.userMessage)
+            }
+        }
+
+        init(tls: TLSClientContext? = nil) throws(ClientError) {
+            self.tls = tls
             do {
                 loop = try EventLoop()
             } catch {
@@ -39,11 +52,11 @@
 
         /// A factory of WebSocket transports on this loop.
         var factory: TransportFactory {
-            { [loop] endpoint, events in
-                guard !endpoint.secure else {
-                    throw ClientError.invalidURL(reason: "TLS (https/wss) is not supported by the Linux transport")
+            { [loop, tls] endpoint, events in
+                guard !endpoint.secure || tls != nil else {
+                    throw ClientError.tls(reason: "no TLS context for \(endpoint.host)")
                 }
-                return LoopTransport(loop: loop, endpoint: endpoint, events: events)
+                return LoopTransport(loop: loop, endpoint: endpoint, tls: endpoint.secure ? tls : nil, events: events)
             }
         }
     }
@@ -55,9 +68,14 @@
         private var socket: WebSocketClient?
         private var isClosed = false
         private let events: @Sendable (TransportEvent) -> Void
+        private let tls: TLSClientContext?
 
-        init(loop: EventLoop, endpoint: Endpoint, events: @escaping @Sendable (TransportEvent) -> Void) {
+        init(
+            loop: EventLoop, endpoint: Endpoint, tls: TLSClientContext?,
+            events: @escaping @Sendable (TransportEvent) -> Void
+        ) {
             self.loop = loop
+            self.tls = tls
             self.events = events
             loop.execute { [self] in open(endpoint) }
         }
@@ -65,7 +83,9 @@
         private func open(_ endpoint: Endpoint) {
             guard !isClosed else { return }
             do {
-                let client = try WebSocketClient(loop: loop, host: endpoint.host, port: endpoint.port, target: endpoint.target) {
+                let client = try WebSocketClient(
+                    loop: loop, host: endpoint.host, port: endpoint.port, target: endpoint.target, tls: tls
+                ) {
                     [weak self] result in
                     guard let self, !self.isClosed else { return }
                     switch result {

@@ -7,6 +7,8 @@
 // above the soft limit. Output is appended during the loop pass and written by the server's flush hook;
 // EPOLLOUT interest is held only while output remains. One timer at a time guards the connection: idle
 // (between requests), head (slowloris), body (no progress), linger, or WebSocket idle; all read the loop's clock.
+// Bytes move through one seam, `transportRead` / `transportWrite`: the socket itself, or a `TLSSession` on it
+// (Architecture.md#TLS). A TLS handshake runs inside the first reads, under the first-request timer.
 import CCanopyLinux
 import CanopyCore
 
@@ -40,7 +42,18 @@ final class HTTPConnection {
     private var timer: TimerHandle?
     private var timerKind = TimerKind.none
 
-    init(id: Int, fd: Int32, remoteAddress: String, loop: EventLoop, server: HTTPServer, limits: HTTPServerLimits) {
+    /// The TLS session on `fd` (nil: plaintext).
+    private var tls: TLSSession?
+    /// TLS stopped a read because it must write first (handshake flight, key update): wait for writability.
+    private var readWantsWrite = false
+    /// TLS stopped a write because it must read first: wait for input, then write again.
+    private var writeWantsRead = false
+
+    init(
+        id: Int, fd: Int32, remoteAddress: String, loop: EventLoop, server: HTTPServer, limits: HTTPServerLimits,
+        tls: TLSSession? = nil
+    ) {
+        self.tls = tls
         self.id = id
         self.fd = fd
         self.remoteAddress = remoteAddress
@@ -76,9 +89,13 @@ final class HTTPConnection {
     // MARK: Events
 
     private func handle(_ events: IOEvents) {
-        if events.isWritable { writeOutput() }
+        if events.isWritable || (events.isReadable && writeWantsRead) {
+            writeWantsRead = false
+            writeOutput()
+        }
         guard !isClosed else { return }
-        if events.isReadable {
+        if events.isReadable || (events.isWritable && readWantsWrite) {
+            readWantsWrite = false
             readOnce()
         } else if events.isHangup {
             close()
@@ -86,7 +103,7 @@ final class HTTPConnection {
     }
 
     private func readOnce() {
-        let result = Socket.read(fd, into: loop.readBuffer)
+        let result = transportRead()
         switch result {
         case .transferred(let count):
             machine.activity(at: loop.clock.nowNanoseconds())
@@ -105,6 +122,10 @@ final class HTTPConnection {
                 processInput()
             }
         case .wouldBlock:
+            if tls?.wantsWritable == true {
+                readWantsWrite = true
+                updateInterest()
+            }
             return
         case .endOfFile:
             switch machine.endOfInput(hasUnansweredRequests: !pipeline.isEmpty) {
@@ -116,8 +137,35 @@ final class HTTPConnection {
                 updateTimer()
             }
         case .failed:
-            close()
+            if let tls, tls.sawPlaintext {
+                refusePlaintext()
+            } else {
+                close()
+            }
         }
+    }
+
+    // MARK: Transport
+
+    private func transportRead() -> IOResult {
+        guard let tls else { return Socket.read(fd, into: loop.readBuffer) }
+        return tls.read(into: loop.readBuffer)
+    }
+
+    private func transportWrite(_ bytes: UnsafeRawBufferPointer) -> IOResult {
+        guard let tls else { return Socket.write(fd, bytes) }
+        return tls.write(bytes)
+    }
+
+    private func transportShutdownWrite() {
+        tls?.shutdown()
+        Socket.shutdownWrite(fd)
+    }
+
+    /// Plain HTTP reached a TLS port: answer in plaintext, so the client reads why, then close.
+    private func refusePlaintext() {
+        tls = nil
+        fail(status: 400, message: "This port speaks HTTPS (TLS): use https:// or wss://")
     }
 
     /// Parses buffered input into requests and hands them to the handler, until paused.
@@ -278,7 +326,7 @@ final class HTTPConnection {
     private func writeOutput() {
         while outputOffset < output.count {
             let result = output.withUnsafeBytes { raw in
-                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+                transportWrite(UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
             }
             switch result {
             case .transferred(let count):
@@ -286,7 +334,7 @@ final class HTTPConnection {
                 server?.bytesSent &+= count
                 machine.activity(at: loop.clock.nowNanoseconds())
             case .wouldBlock:
-                break
+                if let tls, !tls.wantsWritable { writeWantsRead = true }
             case .endOfFile, .failed:
                 close()
                 return
@@ -305,7 +353,7 @@ final class HTTPConnection {
                 return
             case .linger:
                 // Stop sending, keep reading (and discarding) until the peer closes or the linger timer fires.
-                Socket.shutdownWrite(fd)
+                transportShutdownWrite()
                 updateInterest()
                 updateTimer()
                 return
@@ -360,6 +408,8 @@ final class HTTPConnection {
         timer?.cancel()
         timer = nil
         loop.unregister(fd: fd)
+        tls?.shutdown()
+        tls = nil
         Socket.close(fd)
         let entries = pipeline
         pipeline.removeAll()
@@ -383,8 +433,8 @@ final class HTTPConnection {
         guard !isClosed else { return }
         let readable = machine.wantsToRead(
             isBackpressured: isBackpressured, isWebSocketOpen: webSocket.map { !$0.isClosed } ?? false,
-            isOverSoftLimit: pendingOutputBytes > limits.outputSoftLimitBytes)
-        let writable = pendingOutputBytes > 0
+            isOverSoftLimit: pendingOutputBytes > limits.outputSoftLimitBytes) || writeWantsRead
+        let writable = (pendingOutputBytes > 0 && !writeWantsRead) || readWantsWrite
         guard readable != registeredInterest.readable || writable != registeredInterest.writable else { return }
         registeredInterest = (readable, writable)
         loop.setInterest(fd: fd, readable: readable, writable: writable)

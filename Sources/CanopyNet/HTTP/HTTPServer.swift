@@ -36,6 +36,10 @@ public final class HTTPServer {
     private var shutdownCompletion: (() -> Void)?
     private var shutdownTimer: TimerHandle?
 
+    /// The certificate new connections are served with; nil serves plaintext. Replacing it (a `SIGHUP` reload)
+    /// changes only connections accepted afterwards: each TLS session keeps the context it started from.
+    public var tlsContext: TLSServerContext?
+
     /// Binds and listens on `host:port` (`SO_REUSEADDR`); connections are accepted once ``start()`` runs.
     /// - Parameters:
     ///   - host: an IPv4 or IPv6 literal, or `localhost`.
@@ -92,7 +96,7 @@ public final class HTTPServer {
             self?.acceptConnections()
         }
         isRegistered = true
-        logger.info("http.listen", ["port": "\(port)"])
+        logger.info("http.listen", ["port": "\(port)", "tls": tlsContext == nil ? "off" : "on"])
     }
 
     /// Stops accepting, then closes connections and calls `then` on the loop once all are closed.
@@ -183,8 +187,15 @@ public final class HTTPServer {
     package func adopt(fd: Int32, remoteAddress: String) throws(NetError) {
         loop.assertInLoop()
         nextConnectionID += 1
+        let tls: TLSSession?
+        do {
+            tls = try tlsContext.map { context throws(TLSError) in try TLSSession(server: context, fd: fd) }
+        } catch {
+            throw .system(syscall: "SSL_new", errno: ENOMEM)
+        }
         let connection = HTTPConnection(
-            id: nextConnectionID, fd: fd, remoteAddress: remoteAddress, loop: loop, server: self, limits: limits)
+            id: nextConnectionID, fd: fd, remoteAddress: remoteAddress, loop: loop, server: self, limits: limits,
+            tls: tls)
         try connection.start()
         connections[connection.id] = connection
         logger.trace("conn.open", ["conn": "\(connection.id)", "peer": remoteAddress])
@@ -196,7 +207,8 @@ public final class HTTPServer {
 
     /// Best-effort 503 to a connection over the limit, then close.
     private func refuse(_ fd: Int32) {
-        _ = Self.refusal.withUnsafeBytes { Socket.write(fd, $0) }
+        // Over TLS there is no session to say it in: the client sees the connection close.
+        if tlsContext == nil { _ = Self.refusal.withUnsafeBytes { Socket.write(fd, $0) } }
         Socket.shutdownWrite(fd)
         Socket.close(fd)
         logger.debug("http.refused", ["reason": "max_connections"])

@@ -1,6 +1,7 @@
 // WebSocketClient -- the client side of RFC 6455 on an EventLoop: connect, handshake, masked frames.
 //
-// Life: connecting (non-blocking connect, then writable) → handshaking (request sent; the response head is
+// Life: connecting (non-blocking connect, then writable) → securing (`wss`: the TLS handshake, the server's
+// certificate verified against the client context's CAs and the host name) → handshaking (request sent; the response head is
 // read, up to 16 KiB, and must be `101` with `Upgrade: websocket` and the expected Sec-WebSocket-Accept) →
 // open (frames; every frame we send is masked with a fresh key, every frame we receive must be unmasked)
 // → closed. Output is batched and written once per loop pass. The client keeps itself alive (through its
@@ -18,6 +19,9 @@ public enum WebSocketClientError: CanopyError, Equatable {
     case invalidHandshake(reason: String)
     /// The connection closed or timed out before the handshake completed.
     case closedDuringHandshake
+    /// The TLS handshake failed: the server's certificate was refused (expired, unknown CA, wrong name) or the
+    /// server does not speak TLS.
+    case tlsFailed(reason: String)
 
     public var code: String { "websocket_client_failed" }
 
@@ -27,6 +31,7 @@ public enum WebSocketClientError: CanopyError, Equatable {
         case .rejected(let status): "WebSocket handshake rejected with HTTP \(status)."
         case .invalidHandshake(let reason): "Invalid WebSocket handshake response: \(reason)."
         case .closedDuringHandshake: "The connection closed before the WebSocket handshake completed."
+        case .tlsFailed(let reason): "TLS handshake failed: \(reason)."
         }
     }
 }
@@ -41,7 +46,7 @@ public enum WebSocketClientError: CanopyError, Equatable {
 /// client.send(text: "{\"t\":\"c\",\"d\":{\"t\":\"p\",\"d\":{}}}")   // queued until the handshake completes
 /// ```
 public final class WebSocketClient {
-    private enum State { case connecting, handshaking, open, closed }
+    private enum State { case connecting, securing, handshaking, open, closed }
     private static let maxResponseHeadBytes = 16 * 1024
     private static let handshakeTimeoutMs: Int64 = 10_000
 
@@ -62,6 +67,12 @@ public final class WebSocketClient {
     private var isClosing = false
     private var handshakeTimer: TimerHandle?
     private var random: UInt64
+    private let host: String
+    private let tlsContext: TLSClientContext?
+    private var tls: TLSSession?
+    /// TLS must write before a read can go on (or read before a write can): the readiness to wait for instead.
+    private var readWantsWrite = false
+    private var writeWantsRead = false
 
     /// Called for each complete text message.
     public var onText: ((String) -> Void)?
@@ -79,11 +90,12 @@ public final class WebSocketClient {
     ///   - target: the request target, such as `/.ws?v=5&ns=demo`.
     ///   - headers: extra request headers (`Authorization`, `User-Agent`, ...).
     ///   - limits: the incoming message size limit.
+    ///   - tls: speak `wss`: TLS verified against this context's CAs and `host`; nil for plain `ws`.
     ///   - onOpen: called once on the loop: success when the handshake completes, or why it failed.
     /// - Throws: ``NetError`` when the address is invalid or the socket cannot be created.
     public init(
         loop: EventLoop, host: String, port: Int, target: String, headers: [(String, String)] = [],
-        limits: WebSocketLimits = WebSocketLimits(),
+        limits: WebSocketLimits = WebSocketLimits(), tls: TLSClientContext? = nil,
         onOpen: @escaping (Result<Void, WebSocketClientError>) -> Void
     ) throws(NetError) {
         loop.assertInLoop()
@@ -102,6 +114,8 @@ public final class WebSocketClient {
         decoder = WebSocketDecoder(maxMessageBytes: limits.maxMessageBytes, expectsMaskedFrames: false)
         self.loop = loop
         self.onOpen = onOpen
+        self.host = host
+        self.tlsContext = tls
         fd = try Socket.connect(host: host, port: port)
         do {
             // The registration holds the client strongly until close().
@@ -158,21 +172,63 @@ public final class WebSocketClient {
                 fail(.connectFailed(errno: error))
                 return
             }
-            state = .handshaking
-            output.append(contentsOf: handshakeRequest)
-            handshakeRequest = []
-            writeOutput()
+            if let tlsContext {
+                do {
+                    tls = try TLSSession(client: tlsContext, fd: fd, host: host)
+                } catch {
+                    fail(.tlsFailed(reason: error.userMessage))
+                    return
+                }
+                state = .securing
+                continueTLSHandshake()
+            } else {
+                sendHandshakeRequest()
+            }
+        case .securing:
+            continueTLSHandshake()
         case .handshaking, .open:
-            if events.isWritable { writeOutput() }
-            if events.isReadable || events.isHangup { readOnce() }
+            if events.isWritable || (events.isReadable && writeWantsRead) {
+                writeWantsRead = false
+                writeOutput()
+            }
+            if events.isReadable || events.isHangup || (events.isWritable && readWantsWrite) {
+                readWantsWrite = false
+                readOnce()
+            }
         case .closed:
             return
         }
     }
 
+    private func sendHandshakeRequest() {
+        state = .handshaking
+        output.append(contentsOf: handshakeRequest)
+        handshakeRequest = []
+        writeOutput()
+    }
+
+    private func continueTLSHandshake() {
+        guard let tls else { return }
+        switch tls.handshake() {
+        case .transferred:
+            sendHandshakeRequest()
+        case .wouldBlock:
+            loop.setInterest(fd: fd, readable: !tls.wantsWritable, writable: tls.wantsWritable)
+        case .endOfFile:
+            fail(.tlsFailed(reason: "the server closed the connection (does it speak TLS?)"))
+        case .failed:
+            fail(.tlsFailed(reason: tls.failureReason))
+        }
+    }
+
+    private func transportRead() -> IOResult {
+        guard let tls else { return Socket.read(fd, into: loop.readBuffer) }
+        return tls.read(into: loop.readBuffer)
+    }
+
     private func readOnce() {
         guard state != .closed else { return }
-        switch Socket.read(fd, into: loop.readBuffer) {
+        switch transportRead() {
         case .transferred(let count):
             let bytes = UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count])
             if state == .handshaking {
@@ -181,6 +237,10 @@ public final class WebSocketClient {
                 receive(bytes)
             }
         case .wouldBlock:
+            if tls?.wantsWritable == true {
+                readWantsWrite = true
+                loop.setInterest(fd: fd, readable: false, writable: true)
+            }
             return
         case .endOfFile, .failed:
             if state == .handshaking {
@@ -311,10 +371,12 @@ public final class WebSocketClient {
         guard state != .closed else { return }
         while outputOffset < output.count {
             let result = output.withUnsafeBytes { raw in
-                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+                let bytes = UnsafeRawBufferPointer(rebasing: raw[outputOffset...])
+                return tls.map { $0.write(bytes) } ?? Socket.write(fd, bytes)
             }
             guard case .transferred(let count) = result else {
                 if result != .wouldBlock { shutdown(notify: !isClosing) }
+                if let tls, result == .wouldBlock, !tls.wantsWritable { writeWantsRead = true }
                 break
             }
             outputOffset += count
@@ -329,7 +391,9 @@ public final class WebSocketClient {
                 return
             }
         }
-        loop.setInterest(fd: fd, readable: state == .open || state == .handshaking, writable: !drained)
+        loop.setInterest(
+            fd: fd, readable: state == .open || state == .handshaking,
+            writable: (!drained && !writeWantsRead) || readWantsWrite)
     }
 
     // MARK: Ending
@@ -353,6 +417,8 @@ public final class WebSocketClient {
         handshakeTimer?.cancel()
         handshakeTimer = nil
         loop.unregister(fd: fd)
+        tls?.shutdown()
+        tls = nil
         Socket.close(fd)
         output = []
         pendingFrames = []

@@ -16,6 +16,7 @@ struct Serve: Command {
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>] [--metrics-port <n>] [--drain-timeout <seconds>]
                      [--log-level <level>] [--log-format logfmt|json]
+                     [--tls-cert <pem-chain> --tls-key <pem-key>]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -50,6 +51,9 @@ struct Serve: Command {
           --log-format   logfmt (default) or json: one line per event on stderr
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
+          --tls-cert     serve HTTPS, WSS and SSE over TLS 1.2/1.3 on the port with this PEM certificate chain
+                         (server certificate first, then intermediates); reloaded with the key on SIGHUP
+          --tls-key      the PEM private key of --tls-cert (both or neither)
 
         Every option can be given as an environment variable instead: --max-connections as CANOPY_MAX_CONNECTIONS,
         --data as CANOPY_DATA, and so on (CANOPY_ + the name in capitals, '-' as '_'). An option on the command line
@@ -61,6 +65,8 @@ struct Serve: Command {
     /// Applied when the daemon starts (parsing changes nothing: `canopy service` parses serve's options too).
     var logLevel: LogLevel?
     var logJSON: Bool?
+    private var tlsCertificate: String?
+    private var tlsKey: String?
 
     /// Every option of `canopy serve`, and whether it is a flag (takes no value). Each can also be given as an
     /// environment variable: `--max-connections` as `CANOPY_MAX_CONNECTIONS`; the command line wins.
@@ -70,7 +76,7 @@ struct Serve: Command {
         ("--demo", true), ("--max-connections", false), ("--max-output-backlog", false), ("--store-threads", false),
         ("--max-open-namespaces", false), ("--max-namespace-memory", false), ("--namespace-idle", false),
         ("--metrics-port", false), ("--drain-timeout", false), ("--log-level", false), ("--log-format", false),
-        ("--accept-data-loss", false), ("--accept-all-data-loss", true),
+        ("--accept-data-loss", false), ("--accept-all-data-loss", true), ("--tls-cert", false), ("--tls-key", false),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -109,11 +115,19 @@ struct Serve: Command {
         while let option = try arguments.nextOption() {
             try apply(option, from: &arguments)
         }
+        switch (tlsCertificate, tlsKey) {
+        case (let certificate?, let key?): configuration.tls = .init(certificateFile: certificate, keyFile: key)
+        case (nil, nil): break
+        case (nil, _): throw .missingOption("--tls-cert")
+        case (_, nil): throw .missingOption("--tls-key")
+        }
     }
 
     /// Applies one option, reading its value (if it takes one) from `arguments`.
     private mutating func apply(_ option: String, from arguments: inout Arguments) throws(UsageError) {
         switch option {
+        case "--tls-cert": tlsCertificate = try arguments.value(for: option)
+        case "--tls-key": tlsKey = try arguments.value(for: option)
         case "--host": configuration.host = try arguments.value(for: option)
         case "--port": configuration.port = try arguments.int(for: option, in: 0...65535)
         case "--data": configuration.dataDirectory = try arguments.value(for: option)
@@ -181,7 +195,7 @@ struct Serve: Command {
         }
         print(
             """
-            canopy: serving http://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
+            canopy: serving \(daemon.scheme)://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
             canopy: admin credential in \(daemon.credentials.adminCredentialPath) (mode 0600); \
             use it as 'Authorization: Bearer <credential>'
             """ + (daemon.metricsPort.map { "\ncanopy: metrics on http://127.0.0.1:\($0)/.canopy/metrics" } ?? "")

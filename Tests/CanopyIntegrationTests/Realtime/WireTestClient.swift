@@ -17,7 +17,7 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
     private let thread: Thread
     private var nextRequest: Int64 = 1
 
-    init(port: Int, namespace: String) throws {
+    init(port: Int, namespace: String, tls: TLSClientContext? = nil, host: String = "127.0.0.1") throws {
         let loop = try EventLoop()
         self.loop = loop
         thread = Thread { loop.run() }
@@ -27,7 +27,7 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
         loop.execute { [self] in
             do {
                 let client = try WebSocketClient(
-                    loop: loop, host: "127.0.0.1", port: port, target: "/.ws?v=5&ns=\(namespace)"
+                    loop: loop, host: host, port: port, target: "/.ws?v=5&ns=\(namespace)", tls: tls
                 ) { result in
                     if case .failure(let error) = result { failure.withLock { $0 = error.userMessage } }
                     opened.signal()
