@@ -14,6 +14,10 @@ struct Serve: Command {
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>]
+                     [--max-listens-per-connection <n>] [--max-listens <n>]
+                     [--max-ondisconnect-per-connection <n>] [--max-ondisconnect <n>]
+                     [--max-longpoll-sessions <n>] [--max-longpoll-sessions-per-address <n>]
+                     [--max-longpoll-pending <MiB>]
                      [--log-level <level>] [--log-format logfmt|json]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
@@ -36,6 +40,19 @@ struct Serve: Command {
           --max-namespace-memory  estimated memory (MiB) for the trees of open namespaces (default 1024); past
                          it, idle ones are closed, least recently used first
           --namespace-idle  seconds after which a namespace nothing uses is closed (default 60)
+          --max-listens-per-connection  listens one WebSocket or long-poll connection may hold (default 10000);
+                         more are refused with status 'unavailable', the connection stays open
+          --max-listens  listens of all connections together (default 1000000)
+          --max-ondisconnect-per-connection  onDisconnect operations one connection may queue (default 10000);
+                         more are refused with status 'unavailable'
+          --max-ondisconnect  onDisconnect operations of all connections together, queued or running
+                         (default 1000000)
+          --max-longpoll-sessions  long-poll sessions of the server (default 10000); more get 503
+          --max-longpoll-sessions-per-address  long-poll sessions of one client IP address, or IPv6 /64
+                         (default 100; below --max-longpoll-sessions); more get 429. Behind a proxy every
+                         client has the proxy's address: raise it
+          --max-longpoll-pending  MiB of long-poll segments waiting to be reassembled, all sessions together
+                         (default 256); a request that would pass it gets 503 and its session ends
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
         """
@@ -66,6 +83,19 @@ struct Serve: Command {
                 configuration.maxNamespaceMemoryBytes = try arguments.int(for: option, in: 1...1_048_576) << 20
             case "--namespace-idle":
                 configuration.namespaceIdleMilliseconds = Int64(try arguments.int(for: option, in: 1...86_400)) * 1000
+            case "--max-listens-per-connection":
+                configuration.maxListensPerConnection = try arguments.int(for: option, in: 1...10_000_000)
+            case "--max-listens": configuration.maxListens = try arguments.int(for: option, in: 1...100_000_000)
+            case "--max-ondisconnect-per-connection":
+                configuration.maxOnDisconnectPerConnection = try arguments.int(for: option, in: 1...10_000_000)
+            case "--max-ondisconnect":
+                configuration.maxOnDisconnectOperations = try arguments.int(for: option, in: 1...100_000_000)
+            case "--max-longpoll-sessions":
+                configuration.maxLongPollSessions = try arguments.int(for: option, in: 2...1_000_000)
+            case "--max-longpoll-sessions-per-address":
+                configuration.maxLongPollSessionsPerAddress = try arguments.int(for: option, in: 1...1_000_000)
+            case "--max-longpoll-pending":
+                configuration.maxLongPollPendingCharacters = try arguments.int(for: option, in: 1...65_536) << 20
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
@@ -86,6 +116,12 @@ struct Serve: Command {
                 LogSettings.json = format == "json"
             default: throw .unknownOption(option, command: Self.name)
             }
+        }
+        // One address must not be able to take every session (Architecture.md#Bounded-resources).
+        guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
+            throw UsageError(
+                message: "--max-longpoll-sessions-per-address (\(configuration.maxLongPollSessionsPerAddress)) must "
+                    + "be below --max-longpoll-sessions (\(configuration.maxLongPollSessions))")
         }
     }
 
