@@ -16,6 +16,21 @@ final class RealtimeHub: RealtimeService {
     private(set) lazy var longPoll = LongPollEndpoint(hub: self)
     /// Interval between SSE keep-alive events.
     var keepAliveMilliseconds: Int64 = 30_000
+    /// Wire listens of all sessions, joined or waiting to join: the budget above each connection's
+    /// (`ServerConfiguration.maxListens`). Kept by `WireSession`.
+    var listenCount = 0
+    /// onDisconnect operations queued by open sessions or waiting in `disconnectBacklog`
+    /// (`ServerConfiguration.maxOnDisconnectOperations`). Kept by `WireSession` and `runDisconnectBacklog`.
+    var onDisconnectCount = 0
+    /// onDisconnect operations of closed sessions not yet performed, oldest first from `backlogStart`.
+    private var disconnectBacklog: [(namespace: Namespace, operation: DisconnectOperation)] = []
+    private var backlogStart = 0
+    private var backlogTimer: TimerHandle?
+    /// Shutting down: the backlog runs to the end at once, while the namespaces are still open.
+    private var runsBacklogAtOnce = false
+    /// onDisconnect operations performed per loop pass, so a connection with thousands of them cannot stall the
+    /// others (each costs a build, a rules check and a commit; 200,000 at once held the loop for 1.3 s).
+    static let disconnectOperationsPerPass = 256
 
     init(context: ServerContext, loop: EventLoop) {
         self.context = context
@@ -258,9 +273,54 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
-    /// The daemon is stopping: long-poll sessions end now (WebSockets and SSE streams close with the server).
+    /// The daemon is stopping: long-poll sessions end now (WebSockets and SSE streams close with the server), and
+    /// onDisconnect operations run to the end as their sessions close.
     func shuttingDown() {
+        runsBacklogAtOnce = true
+        runDisconnectBacklog()
         longPoll.terminateAll()
+    }
+
+    // MARK: - onDisconnect
+
+    /// Performs a closed session's onDisconnect operations, in order and after those of sessions that closed
+    /// before, each through the write pipeline as the identity that queued it. At most
+    /// `disconnectOperationsPerPass` run in one loop pass; the rest follow in the next passes, so other
+    /// connections are served in between. (A session with few operations has them performed before this returns,
+    /// unless older ones are still waiting.)
+    func runDisconnectOperations(_ operations: [DisconnectOperation], in namespace: Namespace) {
+        guard !operations.isEmpty else { return }
+        for operation in operations { disconnectBacklog.append((namespace, operation)) }
+        guard backlogTimer == nil else { return }
+        runDisconnectBacklog()
+    }
+
+    private func runDisconnectBacklog() {
+        backlogTimer?.cancel()
+        backlogTimer = nil
+        let now = context.configuration.clock.nowMilliseconds()
+        var budget = runsBacklogAtOnce ? Int.max : Self.disconnectOperationsPerPass
+        while backlogStart < disconnectBacklog.count, budget > 0 {
+            let (namespace, operation) = disconnectBacklog[backlogStart]
+            backlogStart += 1
+            budget -= 1
+            onDisconnectCount -= 1
+            namespace.perform(operation.write, as: operation.identity, now: now) { [logger] result in
+                if case .failure(let error) = result {
+                    logger.debug("wire.ondisconnect_failed", ["path": operation.path.description, "error": error.code])
+                }
+            }
+        }
+        if backlogStart == disconnectBacklog.count {
+            disconnectBacklog = []
+            backlogStart = 0
+            return
+        }
+        if backlogStart >= 4096 {
+            disconnectBacklog.removeFirst(backlogStart)
+            backlogStart = 0
+        }
+        backlogTimer = loop.schedule(afterMilliseconds: 0) { [weak self] in self?.runDisconnectBacklog() }
     }
 
     /// The namespace's rules changed: cancel every subscription that may no longer read.
