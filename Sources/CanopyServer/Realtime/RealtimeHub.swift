@@ -25,11 +25,14 @@ final class RealtimeHub: RealtimeService {
     /// onDisconnect operations of closed sessions not yet performed, oldest first from `backlogStart`.
     private var disconnectBacklog: [(namespace: Namespace, operation: DisconnectOperation)] = []
     private var backlogStart = 0
-    private var backlogTimer: TimerHandle?
+    /// A chunk of the backlog is running or waiting to be durable; the next one starts after it.
+    private var backlogIsBusy = false
     /// Shutting down: the backlog runs to the end at once, while the namespaces are still open.
     private var runsBacklogAtOnce = false
-    /// onDisconnect operations performed per loop pass, so a connection with thousands of them cannot stall the
-    /// others (each costs a build, a rules check and a commit; 200,000 at once held the loop for 1.3 s).
+    /// onDisconnect operations performed per chunk, so a connection with thousands of them cannot stall the
+    /// others (each costs a build, a rules check and a commit; 200,000 at once held the loop for 1.3 s). The next
+    /// chunk starts once this one is durable: the store is never handed more than one chunk's batch at a time,
+    /// so the loop never waits for a full store queue either.
     static let disconnectOperationsPerPass = 256
 
     init(context: ServerContext, loop: EventLoop) {
@@ -291,13 +294,12 @@ final class RealtimeHub: RealtimeService {
     func runDisconnectOperations(_ operations: [DisconnectOperation], in namespace: Namespace) {
         guard !operations.isEmpty else { return }
         for operation in operations { disconnectBacklog.append((namespace, operation)) }
-        guard backlogTimer == nil else { return }
+        guard !backlogIsBusy else { return }
         runDisconnectBacklog()
     }
 
     private func runDisconnectBacklog() {
-        backlogTimer?.cancel()
-        backlogTimer = nil
+        backlogIsBusy = false
         let now = context.configuration.clock.nowMilliseconds()
         var budget = runsBacklogAtOnce ? Int.max : Self.disconnectOperationsPerPass
         while backlogStart < disconnectBacklog.count, budget > 0 {
@@ -305,22 +307,25 @@ final class RealtimeHub: RealtimeService {
             backlogStart += 1
             budget -= 1
             onDisconnectCount -= 1
-            namespace.perform(operation.write, as: operation.identity, now: now) { [logger] result in
+            let endsChunk = budget == 0 && backlogStart < disconnectBacklog.count
+            if endsChunk { backlogIsBusy = true }
+            namespace.perform(operation.write, as: operation.identity, now: now) { [weak self, logger] result in
                 if case .failure(let error) = result {
                     logger.debug("wire.ondisconnect_failed", ["path": operation.path.description, "error": error.code])
                 }
+                // The chunk's last operation is durable (or failed): the next chunk, in a later pass (a refusal
+                // answers at once, and must not recurse).
+                guard endsChunk, let self else { return }
+                _ = self.loop.schedule(afterMilliseconds: 0) { [weak self] in self?.runDisconnectBacklog() }
             }
         }
         if backlogStart == disconnectBacklog.count {
             disconnectBacklog = []
             backlogStart = 0
-            return
-        }
-        if backlogStart >= 4096 {
+        } else if backlogStart >= 4096 {
             disconnectBacklog.removeFirst(backlogStart)
             backlogStart = 0
         }
-        backlogTimer = loop.schedule(afterMilliseconds: 0) { [weak self] in self?.runDisconnectBacklog() }
     }
 
     /// The namespace's rules changed: cancel every subscription that may no longer read.
