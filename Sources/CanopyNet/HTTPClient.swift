@@ -37,6 +37,9 @@ public final class HTTPClient {
     /// The name the server's certificate must carry (the URL's host; `localhost` stays a name).
     private let verifiedHost: String
     private var session: TLSSession?
+    /// The local IPv4 address connections are made from (nil: the system's choice). Tests use 127.0.0.2, 127.0.0.3 …
+    /// to appear as different clients.
+    public var sourceAddress: String?
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     /// The largest Content-Length or chunk size accepted from a server (1 TiB: any real body, and far from
@@ -149,6 +152,24 @@ public final class HTTPClient {
         setsockopt(socketFD, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if let sourceAddress {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            guard inet_pton(AF_INET, sourceAddress, &local.sin_addr) == 1 else {
+                Glibc.close(socketFD)
+                throw HTTPClientError("'\(sourceAddress)' is not an IPv4 address")
+            }
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                let code = errno
+                Glibc.close(socketFD)
+                throw HTTPClientError("cannot bind to \(sourceAddress): errno \(code)")
+            }
+        }
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

@@ -68,6 +68,9 @@ public final class Namespace {
     var offLoop: ((@escaping @Sendable () -> Void) -> Void)?
     /// Where its writes, publishes and rule denials are counted (the registry's); nil counts nothing.
     var metrics: ServerMetrics?
+    /// Runs before each write `perform` accepts while set: the hub performs this namespace's onDisconnect
+    /// operations still waiting in its backlog first, so later writes always land after them.
+    var beforeWrite: (() -> Void)?
     /// When the namespace was last used by a request (for closing idle namespaces, least recently used first).
     var lastUsed: UInt64 = 0
     /// A rough size of the tree in memory, in bytes, for the registry's memory budget: measured when the tree is

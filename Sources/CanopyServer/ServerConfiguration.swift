@@ -33,6 +33,27 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 10_000
     /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.
     public var maxOutputBacklogBytes = HTTPServerLimits().outputHardLimitBytes
+    /// Listens one wire connection (WebSocket or long poll) may hold; more are refused with `unavailable`
+    /// (`--max-listens-per-connection`).
+    public var maxListensPerConnection = 10_000
+    /// Listens of all connections together; more are refused with `unavailable` (`--max-listens`).
+    public var maxListens = 1_000_000
+    /// onDisconnect operations one wire connection may queue; more are refused with `unavailable`
+    /// (`--max-ondisconnect-per-connection`).
+    public var maxOnDisconnectPerConnection = 10_000
+    /// onDisconnect operations of all connections together, queued or still running after their connection
+    /// closed; more are refused with `unavailable` (`--max-ondisconnect`).
+    public var maxOnDisconnectOperations = 1_000_000
+    /// Live long-poll sessions (`--max-longpoll-sessions`); `start` beyond this is answered with 503.
+    public var maxLongPollSessions = 10_000
+    /// Live long-poll sessions of one client address, an IPv6 client counting by its /64
+    /// (`--max-longpoll-sessions-per-address`); must be below `maxLongPollSessions`. Beyond it, 429.
+    public var maxLongPollSessionsPerAddress = 100
+    /// Characters of long-poll segments waiting to be reassembled, of all sessions together
+    /// (`--max-longpoll-pending`, in MiB); a request that would pass it is answered with 503.
+    public var maxLongPollPendingCharacters = 256 * 1024 * 1024
+    /// The same for the sessions of one client address (room for one largest message); at most the total.
+    public var maxLongPollPendingCharactersPerAddress = 32 * 1024 * 1024
     /// Threads shared by every namespace's SQLite work: commits, WAL syncs, loading trees (`--store-threads`).
     public var storeThreads = 4
     /// Most namespaces with a file kept open; past it, idle ones are closed, least recently used first

@@ -17,6 +17,10 @@ final class LongPollConnection: WireTransport {
     let id: String
     let password: String
     let namespaceName: String
+    /// The client's address as sessions are counted (`LongPollEndpoint.addressKey`).
+    let address: String
+    /// The pending characters the endpoint has counted for this session in its budgets.
+    var countedPendingCharacters = 0
     private let loop: EventLoop
     private let logger = Logger(label: "canopy.longpoll")
 
@@ -35,12 +39,15 @@ final class LongPollConnection: WireTransport {
     private var held: HTTPResponder?
     private var holdTimer: TimerHandle?
     private var flushTimer: TimerHandle?
+    /// When a held poll was last answered (loop clock, nanoseconds), for the idle timeout.
+    private var lastAnswerAt: UInt64 = 0
 
     init(
-        id: String, password: String, callbackID: String?, namespaceName: String, loop: EventLoop,
-        limits: LongPollLimits
+        id: String, password: String, callbackID: String?, namespaceName: String, address: String,
+        loop: EventLoop, limits: LongPollLimits
     ) {
         self.id = id
+        self.address = address
         self.password = password
         self.namespaceName = namespaceName
         self.loop = loop
@@ -52,8 +59,16 @@ final class LongPollConnection: WireTransport {
     var callbackID: String? { machine.callbackID }
     var isClosed: Bool { machine.isClosed }
 
-    /// Whether the session's last request is at least the idle timeout old (on the loop's clock).
-    var isIdle: Bool { machine.isIdle(now: loop.clock.nowNanoseconds()) }
+    /// Whether the session went quiet for longer than its idle timeout allows (on the loop's clock; see
+    /// `LongPollSessionStateMachine.isIdle`).
+    var isIdle: Bool {
+        machine.isIdle(
+            now: loop.clock.nowNanoseconds(), authenticated: session?.isAuthenticated ?? false,
+            holdsLivePoll: machine.isHoldingPoll && held?.isClosed == false, lastAnswerAt: lastAnswerAt)
+    }
+
+    /// Characters of client segments received and not yet reassembled.
+    var pendingCharacters: Int { reassembler.waitingCharacters }
 
     /// Whether `candidate` is this session's password, compared in time independent of where they differ.
     func accepts(password candidate: String) -> Bool {
@@ -166,6 +181,7 @@ final class LongPollConnection: WireTransport {
         holdTimer = nil
         guard let body, let responder = held else { return }
         held = nil
+        lastAnswerAt = loop.clock.nowNanoseconds()
         // A responder whose connection is gone drops the answer; responding keeps its bookkeeping simple.
         responder.respond(Self.response(body))
     }

@@ -1,8 +1,18 @@
 // LongPollEndpoint -- the `/.lp` transport: opens long-poll sessions, routes each request to its session by id and
 // password, and ends sessions that went quiet.
+//
+// What anonymous clients can make the server hold is bounded per client address and in total
+// (Architecture.md#Bounded-resources): sessions (`maxSessionsPerAddress` below `maxSessions`) and the characters
+// of segments waiting to be reassembled (`maxPendingCharactersPerAddress` below `maxTotalPendingCharacters`, each
+// session's own bounded by its reassembler). A client address is the IP address without the port; an IPv6
+// address counts by its /64, the block one subscriber is usually given.
 
 import CanopyCore
 import CanopyNet
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// All long-poll sessions of a daemon. Loop-confined; owned by the `RealtimeHub`.
 final class LongPollEndpoint {
@@ -11,11 +21,22 @@ final class LongPollEndpoint {
     private var connections: [String: LongPollConnection] = [:]
     /// The same sessions by their handshake's `s`, which names them in a WebSocket upgrade.
     private var connectionsByHandshake: [String: LongPollConnection] = [:]
+    /// Live sessions per client address (`addressKey`); an address with none has no entry.
+    private var sessionsByAddress: [String: Int] = [:]
+    /// Pending segment characters per client address, and of all sessions (as counted after each request).
+    private var pendingByAddress: [String: Int] = [:]
+    private(set) var totalPendingCharacters = 0
     private var sweepTimer: TimerHandle?
     private let logger = Logger(label: "canopy.longpoll")
 
     init(hub: RealtimeHub) {
         self.hub = hub
+        let configuration = hub.context.configuration
+        limits.maxSessions = configuration.maxLongPollSessions
+        limits.maxSessionsPerAddress = configuration.maxLongPollSessionsPerAddress
+        limits.maxTotalPendingCharacters = configuration.maxLongPollPendingCharacters
+        limits.maxPendingCharactersPerAddress = min(
+            configuration.maxLongPollPendingCharactersPerAddress, configuration.maxLongPollPendingCharacters)
     }
 
     /// Live sessions.
@@ -30,6 +51,8 @@ final class LongPollEndpoint {
             case .poll(let credentials, let segments):
                 let connection = try lookUp(credentials)
                 do {
+                    try admitPending(segments, for: connection)
+                    defer { countPending(of: connection) }
                     try connection.received(segments, responder: responder)
                 } catch {
                     logger.debug("lp.bad_segments", ["id": connection.id, "error": error.userMessage])
@@ -60,6 +83,11 @@ final class LongPollEndpoint {
     private func start(_ request: HTTPRequest, callbackID: String?, _ responder: HTTPResponder)
         throws(LongPollError)
     {
+        let address = Self.addressKey(request.remoteAddress)
+        guard sessionsByAddress[address, default: 0] < limits.maxSessionsPerAddress else {
+            logger.debug("lp.address_limit", ["address": address])
+            throw .tooManySessionsFromAddress
+        }
         guard connections.count < limits.maxSessions else { throw .tooManySessions }
         let context = hub.context
         var params: [String: String] = [:]
@@ -76,7 +104,7 @@ final class LongPollEndpoint {
         while connections[id] != nil { id = Self.randomToken() }
         let connection = LongPollConnection(
             id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespace.name,
-            loop: hub.loop, limits: limits)
+            address: address, loop: hub.loop, limits: limits)
         let session = WireSession(hub: hub, namespace: namespace, socket: connection)
         connection.session = session
         hub.sessionOpened(session)
@@ -87,10 +115,12 @@ final class LongPollEndpoint {
             guard let self, self.connections[finished.id] === finished else { return }
             self.connections[finished.id] = nil
             self.connectionsByHandshake[handshakeID] = nil
+            self.forget(finished)
         }
         session.onEndTransmission = { [weak connection] in connection?.upgrade?.complete() }
         connections[id] = connection
         connectionsByHandshake[handshakeID] = connection
+        sessionsByAddress[address, default: 0] += 1
         responder.respond(LongPollConnection.response(connection.startResponseBody()))
         logger.debug("lp.started", ["id": id, "ns": namespace.name])
         scheduleSweep()
@@ -131,6 +161,72 @@ final class LongPollEndpoint {
     private func respond(_ error: LongPollError, _ responder: HTTPResponder) {
         responder.respond(
             LongPollConnection.response(Self.comment(error.userMessage), status: error.status))
+    }
+
+    // MARK: - budgets
+
+    /// Refuses (503, `overloaded`) a request whose segments could take the pending characters of its client
+    /// address or of the server past their budget. Counted before the segments are reassembled, as if none
+    /// completed a message: a request is never admitted on the hope that it frees memory.
+    private func admitPending(_ segments: [LongPollSegment], for connection: LongPollConnection)
+        throws(LongPollError)
+    {
+        guard !segments.isEmpty else { return }
+        var incoming = 0
+        for segment in segments { incoming += segment.data.utf8.count }
+        guard totalPendingCharacters + incoming <= limits.maxTotalPendingCharacters,
+            pendingByAddress[connection.address, default: 0] + incoming <= limits.maxPendingCharactersPerAddress
+        else {
+            logger.warning(
+                "lp.pending_budget", ["address": connection.address, "total": String(totalPendingCharacters)])
+            throw .overloaded
+        }
+    }
+
+    /// Brings the budgets up to date with the session's pending characters after a request.
+    private func countPending(of connection: LongPollConnection) {
+        let pending = connection.isClosed ? 0 : connection.pendingCharacters
+        adjustPending(connection, by: pending - connection.countedPendingCharacters)
+    }
+
+    private func adjustPending(_ connection: LongPollConnection, by delta: Int) {
+        guard delta != 0 else { return }
+        connection.countedPendingCharacters += delta
+        totalPendingCharacters += delta
+        let remaining = pendingByAddress[connection.address, default: 0] + delta
+        pendingByAddress[connection.address] = remaining > 0 ? remaining : nil
+    }
+
+    /// A session ended: it no longer counts for its address, and its pending segments are gone.
+    private func forget(_ connection: LongPollConnection) {
+        adjustPending(connection, by: -connection.countedPendingCharacters)
+        let remaining = sessionsByAddress[connection.address, default: 0] - 1
+        sessionsByAddress[connection.address] = remaining > 0 ? remaining : nil
+    }
+
+    /// The address sessions are counted by: the IP address of `remoteAddress` (`address:port`, `[v6]:port`)
+    /// without the port; an IPv6 address by its first 64 bits (an IPv4-mapped one as the IPv4 address).
+    static func addressKey(_ remoteAddress: String) -> String {
+        var host = Substring(remoteAddress)
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            host = host[host.index(after: host.startIndex)..<end]
+        } else if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon {
+            host = host[..<colon]
+        }
+        guard host.contains(":") else { return String(host) }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, String(host), &address) == 1 else { return String(host) }
+        let bytes = withUnsafeBytes(of: &address) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        var prefix = ""
+        for (index, byte) in bytes[0..<8].enumerated() {
+            if index > 0 && index % 2 == 0 { prefix += ":" }
+            prefix += String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+        }
+        return prefix + "::/64"
     }
 
     // MARK: - idle sessions

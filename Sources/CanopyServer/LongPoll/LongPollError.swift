@@ -14,6 +14,11 @@ struct LongPollError: CanopyError, Equatable {
         case wrongPassword
         /// The server holds as many long-poll sessions as it may (503).
         case tooManySessions
+        /// The client's address holds as many long-poll sessions as it may (429).
+        case tooManySessionsFromAddress
+        /// The server (or the client's address) holds as many pending segments as it may; the session is closed
+        /// (503).
+        case overloaded
         /// A per-session buffer or count limit was exceeded; the session is closed (413).
         case limitExceeded
     }
@@ -27,6 +32,8 @@ struct LongPollError: CanopyError, Equatable {
         case .unknownSession: "lp_unknown_session"
         case .wrongPassword: "lp_wrong_password"
         case .tooManySessions: "lp_too_many_sessions"
+        case .tooManySessionsFromAddress: "lp_too_many_sessions_from_address"
+        case .overloaded: "lp_overloaded"
         case .limitExceeded: "lp_limit_exceeded"
         }
     }
@@ -38,7 +45,8 @@ struct LongPollError: CanopyError, Equatable {
         switch kind {
         case .badRequest: 400
         case .unknownSession, .wrongPassword: 404
-        case .tooManySessions: 503
+        case .tooManySessions, .overloaded: 503
+        case .tooManySessionsFromAddress: 429
         case .limitExceeded: 413
         }
     }
@@ -54,4 +62,8 @@ struct LongPollError: CanopyError, Equatable {
     static let wrongPassword = LongPollError(kind: .wrongPassword, message: unknownSession.message)
     static let tooManySessions = LongPollError(
         kind: .tooManySessions, message: "Too many long-poll sessions; try again later.")
+    static let tooManySessionsFromAddress = LongPollError(
+        kind: .tooManySessionsFromAddress, message: "Too many long-poll sessions from this address.")
+    static let overloaded = LongPollError(
+        kind: .overloaded, message: "Too many unassembled long-poll segments on this server; try again later.")
 }

@@ -2,7 +2,8 @@
 //
 // Segments are numbered consecutively across the session; a message is the run of `ts` segments starting at the
 // next expected number. Polls may arrive out of order (the SDK keeps two open), so a segment ahead of the next
-// expected one waits, within a bounded window and a bounded number of characters. A segment that was already
+// expected one waits, within a bounded window and a bounded number of characters; segments ahead of a gap (out of
+// order) have a much smaller bound of their own, since the SDK only ever has a few. A segment that was already
 // consumed, or an exact repeat of one waiting, is ignored (a retried request); a different segment under a number
 // already waiting is an error. Every segment is looked at a constant number of times: linear in the input.
 
@@ -18,6 +19,8 @@ struct LongPollReassembler {
     private var waiting: [Int: LongPollSegment] = [:]
     /// Data characters held in `waiting`.
     private(set) var waitingCharacters = 0
+    /// Data characters of the waiting segments past `readyThrough` (ahead of a gap).
+    private(set) var outOfOrderCharacters = 0
 
     init(limits: LongPollLimits) {
         self.limits = limits
@@ -38,12 +41,26 @@ struct LongPollReassembler {
         guard segment.number - nextSegment < limits.maxSegmentWindow else {
             throw .limit("Segment \(segment.number) is too far ahead of segment \(nextSegment).")
         }
-        guard waitingCharacters + segment.data.utf8.count <= limits.maxPendingCharacters else {
+        let characters = segment.data.utf8.count
+        guard waitingCharacters + characters <= limits.maxPendingCharacters else {
             throw .limit("More than \(limits.maxPendingCharacters) characters of unassembled segments.")
         }
+        if segment.number > readyThrough {
+            guard outOfOrderCharacters + characters <= limits.maxOutOfOrderCharacters else {
+                throw .limit("More than \(limits.maxOutOfOrderCharacters) characters of segments out of order.")
+            }
+            outOfOrderCharacters += characters
+        }
         waiting[segment.number] = segment
-        waitingCharacters += segment.data.utf8.count
-        while waiting[readyThrough] != nil { readyThrough += 1 }
+        waitingCharacters += characters
+        if segment.number == readyThrough {
+            readyThrough += 1
+            // The gap closed: the segments that waited behind it are in order now.
+            while let next = waiting[readyThrough] {
+                outOfOrderCharacters -= next.data.utf8.count
+                readyThrough += 1
+            }
+        }
 
         var messages: [String] = []
         while let first = waiting[nextSegment], nextSegment + first.total <= readyThrough {

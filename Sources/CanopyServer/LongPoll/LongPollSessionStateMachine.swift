@@ -5,7 +5,9 @@
 // At most one poll is held. A poll that arrives releases the one held before (with whatever is queued, or empty)
 // and is held in its place; messages queued while a poll is held leave together at the next loop pass (a flush).
 // The idle clock is the loop's monotonic clock: a session whose last request is `idleTimeoutMilliseconds` old is
-// ended by its endpoint's sweep. `LongPollConnection` keeps the held responder and the timers and performs what
+// ended by its endpoint's sweep; one that never polled after its `start`, or that has not authenticated and holds
+// no poll, much sooner (`firstPollTimeoutMilliseconds`, `unauthenticatedIdleTimeoutMilliseconds`), so sessions
+// opened and abandoned by a flood of `start` requests go within seconds. `LongPollConnection` keeps the held responder and the timers and performs what
 // these events return.
 
 /// The state of a long-poll session, as a value: events in, answers and decisions out.
@@ -64,6 +66,8 @@ struct LongPollSessionStateMachine {
     private var nextResponseNumber = 0
     /// Monotonic time (nanoseconds) of the last request, for the idle timeout.
     private(set) var lastRequestAt: UInt64
+    /// A poll (any request after `start`) has arrived.
+    private(set) var hasPolled = false
 
     init(callbackID: String?, limits: LongPollLimits, now: UInt64) {
         self.callbackID = callbackID
@@ -73,9 +77,21 @@ struct LongPollSessionStateMachine {
 
     var isClosed: Bool { phase == .closed }
 
-    /// Whether the last request is at least the idle timeout old at `now`.
-    func isIdle(now: UInt64) -> Bool {
-        now >= lastRequestAt && (now - lastRequestAt) / 1_000_000 >= UInt64(max(0, limits.idleTimeoutMilliseconds))
+    /// Whether the session should be ended for want of requests at `now`: its last request is at least the idle
+    /// timeout old, or the first-poll timeout when it never polled. A session that has not authenticated and holds
+    /// no poll whose connection is still open (`holdsLivePoll`) gets the unauthenticated idle timeout instead,
+    /// counted from its last request or the last answer to one of its polls (`lastAnswerAt`), whichever is later:
+    /// the SDK re-polls within milliseconds of an answer, so that gap never counts as quiet.
+    func isIdle(now: UInt64, authenticated: Bool, holdsLivePoll: Bool, lastAnswerAt: UInt64 = 0) -> Bool {
+        func quiet(since: UInt64, atLeast milliseconds: Int64) -> Bool {
+            now >= since && (now - since) / 1_000_000 >= UInt64(max(0, milliseconds))
+        }
+        guard hasPolled else { return quiet(since: lastRequestAt, atLeast: limits.firstPollTimeoutMilliseconds) }
+        if !authenticated && !holdsLivePoll {
+            return quiet(
+                since: max(lastRequestAt, lastAnswerAt), atLeast: limits.unauthenticatedIdleTimeoutMilliseconds)
+        }
+        return quiet(since: lastRequestAt, atLeast: limits.idleTimeoutMilliseconds)
     }
 
     // MARK: Events
@@ -88,6 +104,7 @@ struct LongPollSessionStateMachine {
     /// A poll arrived at `now`; `heldPollIsGone` when the poll held before has lost its connection.
     mutating func pollArrived(now: UInt64, heldPollIsGone: Bool) -> PollArrival {
         lastRequestAt = now
+        hasPolled = true
         guard phase == .retiring else { return .deliver }
         let held = releaseHeldPoll(isGone: heldPollIsGone)
         isHoldingPoll = true

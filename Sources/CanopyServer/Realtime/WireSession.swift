@@ -39,6 +39,14 @@ struct DisconnectOperation {
     var path: Path
     var data: JSONValue
     var identity: Identity
+
+    /// The write it performs.
+    var write: WriteOperation {
+        switch kind {
+        case .put: .set(path: path, data: data)
+        case .merge: .update(path: path, data: data)
+        }
+    }
 }
 
 /// What a `WireSession` reads frames from and writes frames to: a WebSocket, or a long-poll connection
@@ -64,7 +72,14 @@ final class WireSession {
     /// Connected, authenticated or closed; see `WireSessionStateMachine`.
     private var machine = WireSessionStateMachine()
     var identity: Identity { machine.identity }
+    /// Whether the client has authenticated (an admin or a user; not anonymous).
+    var isAuthenticated: Bool {
+        if case .anonymous = identity { return false }
+        return true
+    }
     private var listens: [String: WireListen] = [:]
+    /// Listens requested and not yet joined or failed; they count against the limits (`listenLimitRefusal`).
+    private var listenReservations = 0
     private var onDisconnect: [DisconnectOperation] = []
     private var expiry: TimerHandle?
     private let logger = Logger(label: "canopy.wire")
@@ -250,23 +265,40 @@ final class WireSession {
         }
         let query = spec?.loadsAllData == true ? nil : spec
         let tag = body[Wire.Key.tag]?.int64Value
+        let key = Self.listenKey(path, tag)
+        // A listen that replaces one of the same key takes its place; a new one needs a slot, held from now until
+        // it joins or fails, so listens in flight count too.
+        let reserved = listens[key] == nil
+        if reserved {
+            if let refusal = listenLimitRefusal() {
+                reply(r, Wire.Status.unavailable, refusal)
+                return
+            }
+            listenReservations += 1
+            hub.listenCount += 1
+        }
         guard hub.allowed(identity, read: path, query: query, in: namespace) else {
+            if reserved { releaseListenReservation() }
             reply(r, Wire.Status.permissionDenied, "Permission denied")
             return
         }
-        let key = Self.listenKey(path, tag)
         let clientHash = body[Wire.Key.hash]?.stringValue
         // Sent once everything written before this request is durable, from the tree the group's listeners were
         // last told of (later batches may have been fanned out meanwhile; see `Namespace.shownRoot`).
         namespace.whenDurable { [weak self] _ in
+            // A closed session has given its reservations back (`socketClosed`).
             guard let self, !self.machine.isClosed else { return }
             // Checked again: the auth (`unauth`, a new token, expiry) or the rules may have changed meanwhile, and
             // `recheckListens` only sees listens that have joined.
             guard self.hub.allowed(self.identity, read: path, query: query, in: self.namespace) else {
+                if reserved { self.releaseListenReservation() }
                 self.reply(r, Wire.Status.permissionDenied, "Permission denied")
                 return
             }
             self.drop(key)
+            // The reservation becomes the listen; without one (it replaced a listen that has left meanwhile), the
+            // listen is counted now.
+            if reserved { self.listenReservations -= 1 } else { self.hub.listenCount += 1 }
             let group = self.hub.group(namespace: self.namespace, path: path, query: query)
             let listen = WireListen(session: self, tag: tag, group: group)
             group.wire.add(listen)
@@ -278,6 +310,22 @@ final class WireSession {
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
             self.reply(r, Wire.Status.ok, unindexed ? [Wire.Key.warnings: [.string(Wire.Warning.noIndex)]] : [:])
         }
+    }
+
+    /// Why a new listen is refused (its reply's text), or nil when this connection and the server have room.
+    private func listenLimitRefusal() -> String? {
+        let limit = hub.context.configuration.maxListensPerConnection
+        if listens.count + listenReservations >= limit {
+            return "Too many listens on this connection (at most \(limit)); unlisten some first."
+        }
+        let total = hub.context.configuration.maxListens
+        if hub.listenCount >= total { return "Too many listens on this server (at most \(total)); try again later." }
+        return nil
+    }
+
+    private func releaseListenReservation() {
+        listenReservations -= 1
+        hub.listenCount -= 1
     }
 
     private func unlisten(_ r: Int64?, _ body: JSONValue) {
@@ -293,6 +341,7 @@ final class WireSession {
 
     private func drop(_ key: String) {
         guard let listen = listens.removeValue(forKey: key) else { return }
+        hub.listenCount -= 1
         listen.isActive = false
         listen.group.wire.remove(listen)
         hub.release(listen.group)
@@ -342,47 +391,44 @@ final class WireSession {
         }
     }
 
-    /// The write an onDisconnect operation performs.
-    private func operation(of op: DisconnectOperation) -> WriteOperation {
-        switch op.kind {
-        case .put: .set(path: op.path, data: op.data)
-        case .merge: .update(path: op.path, data: op.data)
-        }
-    }
-
     private var now: Int64 { hub.context.configuration.clock.nowMilliseconds() }
 
     // MARK: - onDisconnect
 
-    /// Queues an onDisconnect operation once the pipeline would perform it now (valid data, allowed by the rules).
+    /// Queues an onDisconnect operation once the pipeline would perform it now (valid data, allowed by the rules),
+    /// and while this connection and the server have room for it.
     private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
         guard let path = parsePath(body[Wire.Key.path], r, allowPriority: kind == .put) else { return }
+        let limit = hub.context.configuration.maxOnDisconnectPerConnection
+        guard onDisconnect.count < limit else {
+            reply(
+                r, Wire.Status.unavailable,
+                "Too many onDisconnect operations on this connection (at most \(limit)); cancel some first.")
+            return
+        }
+        let total = hub.context.configuration.maxOnDisconnectOperations
+        guard hub.onDisconnectCount < total else {
+            reply(
+                r, Wire.Status.unavailable,
+                "Too many onDisconnect operations on this server (at most \(total)); try again later.")
+            return
+        }
         let op = DisconnectOperation(kind: kind, path: path, data: body[Wire.Key.data] ?? .null, identity: identity)
-        if let error = namespace.check(operation(of: op), as: identity, now: now) {
+        if let error = namespace.check(op.write, as: identity, now: now) {
             reply(r, error.wireStatus, error.wireMessage)
             return
         }
         onDisconnect.append(op)
+        hub.onDisconnectCount += 1
         reply(r, Wire.Status.ok, "")
     }
 
     private func cancelDisconnect(_ r: Int64?, _ body: JSONValue) {
         guard let path = parsePath(body[Wire.Key.path], r) else { return }
+        let before = onDisconnect.count
         onDisconnect.removeAll { path.isAncestorOrSelf(of: $0.path) }
+        hub.onDisconnectCount -= before - onDisconnect.count
         reply(r, Wire.Status.ok, "")
-    }
-
-    /// Runs the queued onDisconnect operations in order, each through the pipeline as the identity that queued it.
-    private func runDisconnectOperations() {
-        let operations = onDisconnect
-        onDisconnect = []
-        for op in operations {
-            namespace.perform(operation(of: op), as: op.identity, now: now) { [logger] result in
-                if case .failure(let error) = result {
-                    logger.debug("wire.ondisconnect_failed", ["path": op.path.description, "error": error.code])
-                }
-            }
-        }
     }
 
     /// The session ends the connection itself. A WebSocket does not report a close its owner asked for, so the
@@ -427,7 +473,12 @@ final class WireSession {
         guard machine.transportClosed() else { return }
         expiry?.cancel()
         expiry = nil
-        runDisconnectOperations()
+        // Run by the hub in order, a bounded number per loop pass (see `RealtimeHub.runDisconnectOperations`).
+        let operations = onDisconnect
+        onDisconnect = []
+        hub.runDisconnectOperations(operations, in: namespace)
+        hub.listenCount -= listenReservations
+        listenReservations = 0
         for key in Array(listens.keys) { drop(key) }
         hub.sessionClosed(self)
     }

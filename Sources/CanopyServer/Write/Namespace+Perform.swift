@@ -55,6 +55,7 @@ extension Namespace {
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition? = nil,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
+        if let beforeWrite { beforeWrite() }
         let completion = counting(operation, completion)
         if case .admin = operation, let offLoop {
             performOffLoop(operation, as: identity, now: now, condition: condition, on: offLoop, attempt: 1, completion)

@@ -99,7 +99,7 @@ struct IsolationBenchmark {
         }
     }
 
-    private static func row(_ name: String, _ samples: [Double], phaseMilliseconds: Double) -> String {
+    static func row(_ name: String, _ samples: [Double], phaseMilliseconds: Double) -> String {
         let sorted = samples.sorted()
         func percentile(_ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
@@ -114,7 +114,7 @@ struct IsolationBenchmark {
 ///
 /// A read's latency counts from when it was due, not from when it was sent: a stall of the daemon then shows in
 /// every read it delayed (no coordinated omission), not just in the one read that was waiting.
-private final class BReader: Sendable {
+final class BReader: Sendable {
     private let port: Int
     private let credential: String
     /// (when the read was due, its latency in ms), in order.

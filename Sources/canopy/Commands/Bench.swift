@@ -31,6 +31,11 @@ struct BenchCommand: Command {
           Creates <n> namespaces of about <nodes> nodes each, leaves them idle, and reports the daemon's
           threads, resident memory and open descriptors right after and after <idle> seconds.
         \(SoakBenchmark.usage)
+        canopy bench connection [--ondisconnect <n>] [--listens <n>] [--server <canopy binary>]
+                                [--serve-option <option>]...
+          One socket queues <n> onDisconnect operations (default 200000) and closes, another listens at <n>
+          locations (default 500000): the daemon's memory, and p50/p99/max of another client's small reads
+          while the operations run and while a write fans out to every listen.
         """
 
     var kind: String
@@ -43,11 +48,13 @@ struct BenchCommand: Command {
     var isolation: IsolationBenchmark?
     var namespaces: NamespacesBenchmark?
     var soak: SoakBenchmark?
+    var connection: ConnectionBenchmark?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak"]
+        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection"]
         guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
-            throw UsageError(message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak'")
+            throw UsageError(
+                message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak|connection'")
         }
         self.kind = kind
         if kind == "soak" {
@@ -64,6 +71,10 @@ struct BenchCommand: Command {
         }
         if kind == "isolation" {
             isolation = try IsolationBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "connection" {
+            connection = try ConnectionBenchmark(parsing: &arguments)
             return
         }
         if kind == "namespaces" {
@@ -97,6 +108,7 @@ struct BenchCommand: Command {
         case "isolation": try isolation?.run()
         case "namespaces": try namespaces?.run()
         case "soak": try soak?.run()
+        case "connection": try connection?.run()
         default: try RulesBenchmark(iterations: iterations).run()
         }
     }
@@ -125,7 +137,9 @@ struct BenchCommand: Command {
         let port = daemon.port
         let auth = [("Authorization", "Bearer \(daemon.credentials.adminSecret)")]
         let payload = Array(#"{"title":"hello","order":3,"seen":false}"#.utf8)
-        print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; sync=\(synchronousFull ? "full" : "normal")")
+        print(
+            "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; sync=\(synchronousFull ? "full" : "normal")"
+        )
 
         var results: [(String, Measurement)] = []
         for (label, preload) in [("small db (1k nodes)", 1_000), ("large db (200k nodes)", 200_000)] {
@@ -149,7 +163,8 @@ struct BenchCommand: Command {
         let baseline = try SQLiteBaseline(
             path: baselinePath, options: StoreOptions(synchronous: synchronousFull ? .full : .normal))
         let value = String(decoding: payload, as: UTF8.self)
-        let rawSeq = try measureLocal(threads: 1, total: writes) { i in try baseline.upsert(key: "s\(i)", value: value) }
+        let rawSeq = try measureLocal(threads: 1, total: writes) { i in try baseline.upsert(key: "s\(i)", value: value)
+        }
         let rawConc = try measureLocal(threads: clients, total: writes) { i in
             try baseline.upsert(key: "c\(i)", value: value)
         }
@@ -168,7 +183,8 @@ struct BenchCommand: Command {
         print(String(format: "ratio canopy/sqlite, %d concurrent: %.2f", clients, canopyConc / rawConc.opsPerSecond))
         print(
             String(
-                format: "ratio large/small db, sequential put p50: %.2f, get p50: %.2f", results[3].1.p50 / results[0].1.p50,
+                format: "ratio large/small db, sequential put p50: %.2f, get p50: %.2f",
+                results[3].1.p50 / results[0].1.p50,
                 results[5].1.p50 / results[2].1.p50))
     }
 
@@ -249,7 +265,9 @@ struct BenchCommand: Command {
         if let message = failure.withLock({ $0 }) { throw CommandFailure("benchmark failed: \(message)") }
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
         let sorted = latencies.withLock { $0 }.sorted()
-        func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
         return Measurement(opsPerSecond: Double(sorted.count) / elapsed, p50: percentile(0.5), p99: percentile(0.99))
     }
 }

@@ -15,6 +15,10 @@ struct Serve: Command {
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>] [--metrics-port <n>] [--drain-timeout <seconds>]
+                     [--max-listens-per-connection <n>] [--max-listens <n>]
+                     [--max-ondisconnect-per-connection <n>] [--max-ondisconnect <n>]
+                     [--max-longpoll-sessions <n>] [--max-longpoll-sessions-per-address <n>]
+                     [--max-longpoll-pending <MiB>]
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
           --host         address to bind (default 127.0.0.1)
@@ -49,6 +53,19 @@ struct Serve: Command {
                          clients to reconnect; what is still open then is closed (default 10)
           --log-level    trace, debug, info (default), notice, warning or error
           --log-format   logfmt (default) or json: one line per event on stderr
+          --max-listens-per-connection  listens one WebSocket or long-poll connection may hold (default 10000);
+                         more are refused with status 'unavailable', the connection stays open
+          --max-listens  listens of all connections together (default 1000000)
+          --max-ondisconnect-per-connection  onDisconnect operations one connection may queue (default 10000);
+                         more are refused with status 'unavailable'
+          --max-ondisconnect  onDisconnect operations of all connections together, queued or running
+                         (default 1000000)
+          --max-longpoll-sessions  long-poll sessions of the server (default 10000); more get 503
+          --max-longpoll-sessions-per-address  long-poll sessions of one client IP address, or IPv6 /64
+                         (default 100; below --max-longpoll-sessions); more get 429. Behind a proxy every
+                         client has the proxy's address: raise it
+          --max-longpoll-pending  MiB of long-poll segments waiting to be reassembled, all sessions together
+                         (default 256); a request that would pass it gets 503 and its session ends
           --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
           --tls-cert     serve HTTPS, WSS and SSE over TLS 1.2/1.3 on the port with this PEM certificate chain
@@ -77,6 +94,9 @@ struct Serve: Command {
         ("--max-open-namespaces", false), ("--max-namespace-memory", false), ("--namespace-idle", false),
         ("--metrics-port", false), ("--drain-timeout", false), ("--log-level", false), ("--log-format", false),
         ("--accept-data-loss", false), ("--accept-all-data-loss", true), ("--tls-cert", false), ("--tls-key", false),
+        ("--max-listens-per-connection", false), ("--max-listens", false), ("--max-ondisconnect-per-connection", false),
+        ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
+        ("--max-longpoll-pending", false),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -121,6 +141,12 @@ struct Serve: Command {
         case (nil, _): throw .missingOption("--tls-cert")
         case (_, nil): throw .missingOption("--tls-key")
         }
+        // One address must not be able to take every session (Architecture.md#Bounded-resources).
+        guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
+            throw UsageError(
+                message: "--max-longpoll-sessions-per-address (\(configuration.maxLongPollSessionsPerAddress)) must "
+                    + "be below --max-longpoll-sessions (\(configuration.maxLongPollSessions))")
+        }
     }
 
     /// Applies one option, reading its value (if it takes one) from `arguments`.
@@ -158,6 +184,19 @@ struct Serve: Command {
         case "--metrics-port": configuration.metricsPort = try arguments.int(for: option, in: 0...65535)
         case "--drain-timeout":
             configuration.drainTimeoutMilliseconds = Int64(try arguments.int(for: option, in: 1...3_600)) * 1000
+        case "--max-listens-per-connection":
+            configuration.maxListensPerConnection = try arguments.int(for: option, in: 1...10_000_000)
+        case "--max-listens": configuration.maxListens = try arguments.int(for: option, in: 1...100_000_000)
+        case "--max-ondisconnect-per-connection":
+            configuration.maxOnDisconnectPerConnection = try arguments.int(for: option, in: 1...10_000_000)
+        case "--max-ondisconnect":
+            configuration.maxOnDisconnectOperations = try arguments.int(for: option, in: 1...100_000_000)
+        case "--max-longpoll-sessions":
+            configuration.maxLongPollSessions = try arguments.int(for: option, in: 2...1_000_000)
+        case "--max-longpoll-sessions-per-address":
+            configuration.maxLongPollSessionsPerAddress = try arguments.int(for: option, in: 1...1_000_000)
+        case "--max-longpoll-pending":
+            configuration.maxLongPollPendingCharacters = try arguments.int(for: option, in: 1...65_536) << 20
         case "--sync":
             let mode = try arguments.value(for: option)
             guard mode == "full" || mode == "normal" else {

@@ -81,6 +81,30 @@ import Testing
         }
     }
 
+    @Test func segmentsAheadOfAGapHaveASmallerBound() throws {
+        var limits = LongPollLimits()
+        limits.maxOutOfOrderCharacters = 8
+        var reassembler = LongPollReassembler(limits: limits)
+        // Segment 0 never comes: what waits behind the gap is bounded well below the pending-characters limit.
+        #expect(try reassembler.add(LongPollSegment(number: 1, total: 9, data: "AAAA")).isEmpty)
+        #expect(try reassembler.add(LongPollSegment(number: 3, total: 9, data: "AAAA")).isEmpty)
+        #expect(reassembler.outOfOrderCharacters == 8)
+        #expect(throws: LongPollError.limit("More than 8 characters of segments out of order.")) {
+            try reassembler.add(LongPollSegment(number: 4, total: 9, data: "A"))
+        }
+        // Segment 0 arrives: 0 and 1 are in order, 3 still waits behind the gap at 2, which closes next.
+        #expect(try reassembler.add(LongPollSegment(number: 0, total: 9, data: "AAAA")).isEmpty)
+        #expect(reassembler.outOfOrderCharacters == 4)
+        #expect(try reassembler.add(LongPollSegment(number: 2, total: 9, data: "AAAA")).isEmpty)
+        #expect(reassembler.outOfOrderCharacters == 0)
+        // In order, far more than the out-of-order bound may wait (a large message in many segments).
+        for number in 4..<8 {
+            #expect(try reassembler.add(LongPollSegment(number: number, total: 9, data: "AAAA")).isEmpty)
+        }
+        #expect(reassembler.waitingCharacters == 32)
+        #expect(reassembler.outOfOrderCharacters == 0)
+    }
+
     @Test(arguments: ["e30", "e30.", "e30=", "e3.0", "e30...", "_-_-", "////"])
     func decodingIsStrict(text: String) throws {
         let accepted = (try? LongPollReassembler.decode(text, firstSegment: 0)) != nil

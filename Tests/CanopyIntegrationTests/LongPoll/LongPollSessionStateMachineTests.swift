@@ -100,10 +100,46 @@ import Testing
 
     @Test func idlenessIsMeasuredFromTheLastRequestOnTheMonotonicClock() {
         var session = machine { $0.idleTimeoutMilliseconds = 60_000 }
-        #expect(!session.isIdle(now: 59_999 * Self.ms))
-        #expect(session.isIdle(now: 60_000 * Self.ms))
+        _ = session.pollArrived(now: 0, heldPollIsGone: false)
+        #expect(!session.isIdle(now: 59_999 * Self.ms, authenticated: true, holdsLivePoll: false))
+        #expect(session.isIdle(now: 60_000 * Self.ms, authenticated: true, holdsLivePoll: false))
         _ = session.pollArrived(now: 50_000 * Self.ms, heldPollIsGone: false)
-        #expect(!session.isIdle(now: 109_999 * Self.ms))
-        #expect(session.isIdle(now: 110_000 * Self.ms))
+        #expect(!session.isIdle(now: 109_999 * Self.ms, authenticated: true, holdsLivePoll: false))
+        #expect(session.isIdle(now: 110_000 * Self.ms, authenticated: true, holdsLivePoll: false))
+    }
+
+    @Test func aSessionThatNeverPollsEndsAfterTheFirstPollTimeout() {
+        let session = machine {
+            $0.firstPollTimeoutMilliseconds = 15_000
+            $0.idleTimeoutMilliseconds = 60_000
+        }
+        // Authenticated or not: a `start` nobody follows up holds a session for seconds, not a minute.
+        for authenticated in [false, true] {
+            #expect(!session.isIdle(now: 14_999 * Self.ms, authenticated: authenticated, holdsLivePoll: false))
+            #expect(session.isIdle(now: 15_000 * Self.ms, authenticated: authenticated, holdsLivePoll: false))
+        }
+    }
+
+    @Test func anUnauthenticatedSessionWithoutAHeldPollEndsSooner() {
+        var session = machine {
+            $0.unauthenticatedIdleTimeoutMilliseconds = 15_000
+            $0.idleTimeoutMilliseconds = 60_000
+        }
+        _ = session.pollArrived(now: 0, heldPollIsGone: false)
+        #expect(session.isIdle(now: 15_000 * Self.ms, authenticated: false, holdsLivePoll: false))
+        // Holding a poll (the SDK always does, re-polling as soon as one is answered) or being authenticated: the
+        // usual timeout.
+        #expect(!session.isIdle(now: 59_999 * Self.ms, authenticated: false, holdsLivePoll: true))
+        #expect(!session.isIdle(now: 59_999 * Self.ms, authenticated: true, holdsLivePoll: false))
+        #expect(session.isIdle(now: 60_000 * Self.ms, authenticated: false, holdsLivePoll: true))
+        // Between the answer to a held poll and the SDK's next poll (milliseconds) nothing is held: the quiet time
+        // counts from that answer, not from the poll's arrival 20 s before.
+        let answeredAt = 20_000 * Self.ms
+        let soon = session.isIdle(
+            now: 20_001 * Self.ms, authenticated: false, holdsLivePoll: false, lastAnswerAt: answeredAt)
+        let later = session.isIdle(
+            now: 35_000 * Self.ms, authenticated: false, holdsLivePoll: false, lastAnswerAt: answeredAt)
+        #expect(!soon)
+        #expect(later)
     }
 }

@@ -14,6 +14,8 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
     let callbackID = "41"
     let id: String
     let password: String
+    /// The local address its connections come from (nil: 127.0.0.1).
+    let sourceAddress: String?
     private struct Inbox {
         var waiting: [Int: [JSONValue]] = [:]
         var nextNumber = 0
@@ -27,11 +29,11 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
     private var nextRequest: Int64 = 1
 
     /// Sends `start`; the handshake is among `messages` afterwards. Call `startPolling()` to receive more.
-    init(port: Int, namespace: String) throws {
+    init(port: Int, namespace: String, sourceAddress: String? = nil) throws {
         self.port = port
         self.namespace = namespace
-        let response = try HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30)
-            .request("GET", "/.lp?start=t&ser=77&cb=\(callbackID)&v=5&ns=\(namespace)")
+        self.sourceAddress = sourceAddress
+        let response = try Self.start(port: port, namespace: namespace, sourceAddress: sourceAddress)
         guard response.status == 200 else { throw HTTPClientError("start answered \(response.status)") }
         let calls = Self.calls(in: response.text)
         guard let start = calls.first, start.name == "pLPCommand\(callbackID)",
@@ -43,6 +45,20 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
         absorb(calls.dropFirst())
     }
 
+    /// Sends one `start` request from `sourceAddress` and returns the answer, without making a client of it.
+    static func start(port: Int, namespace: String, sourceAddress: String? = nil) throws -> HTTPClientResponse {
+        let http = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30)
+        http.sourceAddress = sourceAddress
+        return try http.request("GET", "/.lp?start=t&ser=77&cb=41&v=5&ns=\(namespace)")
+    }
+
+    /// A fresh connection from this client's address.
+    func http() -> HTTPClient {
+        let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30)
+        client.sourceAddress = sourceAddress
+        return client
+    }
+
     /// The query that names this session (`id`, `pw`, `ns`) plus a fresh `ser`.
     func sessionQuery(password: String? = nil) -> String {
         "id=\(id)&pw=\(password ?? self.password)&ser=\(serial.add(1, ordering: .relaxed).newValue)&ns=\(namespace)"
@@ -51,7 +67,7 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
     /// Starts the poller thread: it keeps one poll open until the server sends `close` or refuses a poll.
     func startPolling() {
         let thread = Thread { [self] in
-            let http = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30)
+            let http = http()
             while !inbox.withLock({ $0.stopped }) {
                 guard let response = try? http.request("GET", "/.lp?" + sessionQuery()),
                     response.status == 200
@@ -118,16 +134,14 @@ final class LongPollTestClient: @unchecked Sendable {  // safe: mutable state is
         for (i, segment) in segments.enumerated() {
             query += "&seg\(i)=\(segment.seg)&ts\(i)=\(segment.ts)&d\(i)=\(segment.d)"
         }
-        let response = try HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30).request(
-            "GET", "/.lp?" + query)
+        let response = try http().request("GET", "/.lp?" + query)
         if response.status == 200 { absorb(Self.calls(in: response.text)[...]) }
         return response.status
     }
 
     /// Tells the server the client left (what the SDK's disconnect frame does); returns the status.
     func disconnect(password: String? = nil) throws -> Int {
-        try HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 30)
-            .request("GET", "/.lp?disconn=t&" + sessionQuery(password: password)).status
+        try http().request("GET", "/.lp?disconn=t&" + sessionQuery(password: password)).status
     }
 
     // MARK: - receiving
