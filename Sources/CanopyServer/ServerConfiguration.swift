@@ -23,6 +23,12 @@ public struct ServerConfiguration: Sendable {
     public var synchronousFull = true
     /// Largest accepted request body.
     public var maxBodyBytes = 256 * 1024 * 1024
+    /// Bytes of all request bodies in flight together (`--max-body-memory`); a body that does not fit is
+    /// answered 503 with `Retry-After` and never buffered.
+    public var maxBodyMemoryBytes = HTTPServerLimits().maxBodyMemoryBytes
+    /// Unsent output of all subscribers together (`--max-output-memory`); past it the largest backlogs are
+    /// closed first.
+    public var maxOutputMemoryBytes = HTTPServerLimits().outputMemoryLimitBytes
     /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
     public var maxConnections = 10_000
     /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.

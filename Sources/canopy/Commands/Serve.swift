@@ -12,6 +12,7 @@ struct Serve: Command {
                      [--public-keys <pem-or-jwks-file>]... [--allow-tokens-without-exp] [--emulator]
                      [--sync full|normal]
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
+                     [--max-output-memory <MiB>] [--max-body-memory <MiB>]
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>]
                      [--log-level <level>] [--log-format logfmt|json]
@@ -29,6 +30,10 @@ struct Serve: Command {
                          limit is raised to fit when the system allows
           --max-output-backlog  unsent output (MiB) a subscriber's stream or socket may hold before it is
                          closed as a slow consumer, which is logged with a running total (default 32)
+          --max-output-memory  unsent output (MiB) of all subscribers together (default 512); past it the
+                         largest backlogs are closed first, logged as conn.output_budget
+          --max-body-memory  request bodies (MiB) in flight together, on every connection (default 256); a
+                         body that does not fit is answered 503 with Retry-After before it is read
           --store-threads  threads shared by every namespace's SQLite work: commits, WAL syncs, loading
                          trees (default 4)
           --max-open-namespaces  namespaces with a file kept open (default 1000); past it, idle ones are closed,
@@ -59,6 +64,10 @@ struct Serve: Command {
                 configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
             case "--max-output-backlog":
                 configuration.maxOutputBacklogBytes = try arguments.int(for: option, in: 1...4_096) << 20
+            case "--max-output-memory":
+                configuration.maxOutputMemoryBytes = try arguments.int(for: option, in: 1...65_536) << 20
+            case "--max-body-memory":
+                configuration.maxBodyMemoryBytes = try arguments.int(for: option, in: 1...65_536) << 20
             case "--store-threads": configuration.storeThreads = try arguments.int(for: option, in: 1...64)
             case "--max-open-namespaces":
                 configuration.maxOpenNamespaces = try arguments.int(for: option, in: 1...1_000_000)
