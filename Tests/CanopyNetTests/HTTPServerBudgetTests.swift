@@ -134,4 +134,35 @@ import Testing
         #expect(closed == ["/b"])
         #expect(peers[1].isClosed && !peers[0].isClosed && !peers[2].isClosed)
     }
+
+    @Test func aWebSocketMessageThatDoesNotFitInTheBodyBudgetClosesItsConnectionWith1013() throws {
+        var limits = HTTPServerLimits()
+        limits.maxBodyMemoryBytes = 1000
+        var texts: [String] = []
+        var closed = 0
+        let harness = try ConnectionHarness(limits: limits) { request, responder in
+            guard let socket = responder.upgradeToWebSocket(request) else { return }
+            socket.onText = { texts.append($0) }
+            socket.onClose = { closed += 1 }
+        }
+        let peer = try harness.connect()
+        peer.send(WebSocketConnectionTests.upgrade)
+        _ = peer.received()
+        var small: [UInt8] = []
+        WebSocketFrameEncoder.encode(.text, payload: Array("hello".utf8), maskingKey: [1, 2, 3, 4], into: &small)
+        peer.send(small)
+        #expect(texts == ["hello"])
+        #expect(harness.server.bodyBudget.usedBytes == 0)
+        var big: [UInt8] = []
+        WebSocketFrameEncoder.encode(
+            .text, payload: [UInt8](repeating: 0x61, count: 1500), maskingKey: [1, 2, 3, 4], into: &big)
+        peer.send(Array(big.prefix(600)))
+        #expect(harness.server.bodyBudget.usedBytes >= 600)  // held while the frame arrives
+        peer.send(Array(big.dropFirst(600)))
+        let reply = peer.received()
+        #expect(reply.starts(with: [0x88, 0x02, 0x03, 0xF5]))  // close, 1013 (try again later)
+        #expect(closed == 1)
+        #expect(harness.server.bodyBudget.usedBytes == 0)
+        #expect(texts == ["hello"])
+    }
 }

@@ -62,6 +62,14 @@ public final class BodyCharge: Sendable {
     /// The bytes charged.
     public var bytes: Int { charged.load(ordering: .relaxed) }
 
+    /// Lowers the charge to `total` bytes (part of what it covered was let go).
+    public func shrink(to total: Int) {
+        let extra = bytes - max(total, 0)
+        guard extra > 0 else { return }
+        charged.subtract(extra, ordering: .relaxed)
+        budget.give(extra)
+    }
+
     /// Raises the charge to `total` bytes (a chunked body grew) if that fits under the cap.
     /// - Returns: false, with the charge unchanged, when it does not fit.
     public func grow(to total: Int) -> Bool {

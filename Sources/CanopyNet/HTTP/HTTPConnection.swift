@@ -79,6 +79,9 @@ final class HTTPConnection {
 
     var pendingOutputBytes: Int { output.count - outputOffset }
 
+    /// The server's budget for request bodies, which WebSocket messages being received share.
+    var bodyBudget: BodyMemoryBudget? { server?.bodyBudget }
+
     /// Unwritten output of a stream or WebSocket (0 for plain responses), as last reported to the server.
     var reportedBacklog = 0
 
