@@ -58,6 +58,9 @@ public struct ServerConfiguration: Sendable {
     /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
     package var beforeWALSync: (@Sendable () -> Void)? = nil
 
+    /// Test hook: runs on the compute thread before a large request body is parsed there (to hold the parse).
+    package var beforeLargeBodyParse: (@Sendable () -> Void)? = nil
+
     /// Test hook: runs on a store thread before a namespace's tree is loaded (to hold a load).
     package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil
 

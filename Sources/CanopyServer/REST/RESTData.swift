@@ -189,7 +189,9 @@ extension RESTHandler {
         }
         let loop = context.loop
         let held = LoopHeld((stripped, next, responder), loop: loop)
+        let hook = context.configuration.beforeLargeBodyParse
         compute {
+            hook?()
             let parsed = Result { () throws(JSONParseError) in try JSONValue.parse(bytes) }
             loop.execute {
                 let (request, next, responder) = held.value
