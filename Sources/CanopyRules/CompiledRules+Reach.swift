@@ -51,7 +51,9 @@ extension CompiledRules {
                 !Self.certainlyDenies($0.write, evaluator, knownCaptures: captures.count)
             }
         case .descendants:
-            return atPath.childNodes.contains { Self.anyMightGrant(below: $0, evaluator, knownCaptures: captures.count) }
+            return atPath.childNodes.contains {
+                Self.anyMightGrant(below: $0, evaluator, knownCaptures: captures.count)
+            }
         }
     }
 

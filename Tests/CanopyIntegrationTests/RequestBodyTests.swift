@@ -27,7 +27,9 @@ import Testing
             let deadline = Date().addingTimeInterval(20)
             while offset < bytes.count {
                 guard Date() < deadline else { throw HTTPClientError("could not send") }
-                let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let sent = bytes[offset...].withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
                 if sent > 0 { offset += sent } else if errno == EAGAIN { Thread.sleep(forTimeInterval: 0.002) } else {
                     throw HTTPClientError("send failed: errno \(errno)")
                 }
@@ -136,7 +138,8 @@ import Testing
     @Test func expectContinueIsAnsweredWithTheRefusalOrWithContinue() throws {
         try withServer { server in
             let refused = try Raw(port: server.port)
-            try refused.send("PUT /a.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+            try refused.send(
+                "PUT /a.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
             let answer = try #require(refused.response())
             #expect(answer.status == 401)
             #expect(answer.head.lowercased().contains("connection: close"))

@@ -9,7 +9,8 @@ import Testing
 
     @Test func aRefusedHeadIsAnsweredBeforeItsBodyWhichIsThenDropped() throws {
         var handled: [String] = []
-        let harness = try ConnectionHarness(refusal: { $0.path == "/denied" ? Self.denied : nil }) { request, responder in
+        let refusal: (HTTPRequest) -> HTTPResponse? = { $0.path == "/denied" ? Self.denied : nil }
+        let harness = try ConnectionHarness(refusal: refusal) { request, responder in
             handled.append(request.path)
             responder.respond(HTTPResponse(status: 200, body: request.body))
         }
@@ -56,7 +57,9 @@ import Testing
         var limits = HTTPServerLimits()
         limits.maxBodyMemoryBytes = 1000
         var parked: [(HTTPRequest, HTTPResponder)] = []
-        let harness = try ConnectionHarness(limits: limits) { request, responder in parked.append((request, responder)) }
+        let harness = try ConnectionHarness(limits: limits) { request, responder in
+            parked.append((request, responder))
+        }
         let first = try harness.connect()
         let second = try harness.connect()
         first.send("PUT /a HTTP/1.1\r\nContent-Length: 800\r\n\r\n" + String(repeating: "a", count: 100))

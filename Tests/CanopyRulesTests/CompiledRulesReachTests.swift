@@ -31,8 +31,11 @@ import Testing
         Case(rules: ownUser, path: "users", reach: .descendants, auth: ["uid": "u1"], couldGrant: true),
         Case(rules: ownUser, path: "", reach: .descendants, auth: .null, couldGrant: false),
         // Anything that reads the data, the new data or the time might grant later: never refused early.
-        Case(rules: #"{"rules": {".write": "!data.exists()"}}"#, path: "a", reach: .path, auth: .null, couldGrant: true),
-        Case(rules: #"{"rules": {".write": "newData.val() == 1"}}"#, path: "a", reach: .path, auth: .null, couldGrant: true),
+        Case(
+            rules: #"{"rules": {".write": "!data.exists()"}}"#, path: "a", reach: .path, auth: .null, couldGrant: true),
+        Case(
+            rules: #"{"rules": {".write": "newData.val() == 1"}}"#, path: "a", reach: .path, auth: .null,
+            couldGrant: true),
         Case(rules: #"{"rules": {".write": "now > 5"}}"#, path: "a", reach: .path, auth: .null, couldGrant: true),
         Case(
             rules: #"{"rules": {".write": "root.child('open').val() == true || auth != null"}}"#, path: "a",

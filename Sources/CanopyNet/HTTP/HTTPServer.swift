@@ -194,8 +194,8 @@ public final class HTTPServer {
         var response = HTTPResponse.error(
             status: 503,
             message:
-                "The server is receiving too many request bodies at once (at most \(limits.maxBodyMemoryBytes >> 20) MiB "
-                + "together); retry shortly.")
+                "The server is receiving too many request bodies at once (at most "
+                + "\(limits.maxBodyMemoryBytes >> 20) MiB together); retry shortly.")
         response.headers.append(("Retry-After", "1"))
         return response
     }()
