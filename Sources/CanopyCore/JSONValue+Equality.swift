@@ -117,6 +117,6 @@ public struct JSONKey: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether two strings have identical UTF-8 bytes.
     public static func bytesEqual(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+        sameKey(a, b)
     }
 }

@@ -116,24 +116,29 @@ public final class Namespace {
         loop.assertInLoop()
         let old = root
         let newRoot = authorized.newRoot
-        var mutations: [StoreMutation] = []
-        var paths: [Path] = []
+        let writes = authorized.writes
+        // The mutations go straight into the open batch (no array per write on the hot path).
+        let openedWith = openMutations.count
+        var paths: [Path]
         if let precomputed = authorized.mutations {
             // Computed off the loop from this very tree (the caller checked `version`).
-            mutations = precomputed
-            paths = authorized.writes.map(\.path)
+            openMutations += precomputed
+            paths = writes.map(\.path)
+        } else if writes.count == 1 {
+            openMutations += Namespace.mutations(for: writes[0].path, before: old, after: newRoot)
+            paths = [writes[0].path]
         } else {
-            for write in authorized.writes {
-                let changes = Namespace.mutations(for: write.path, before: old, after: newRoot)
-                guard !changes.isEmpty else { continue }
-                mutations += changes
-                paths.append(write.path)
+            paths = []
+            for write in writes {
+                let before = openMutations.count
+                openMutations += Namespace.mutations(for: write.path, before: old, after: newRoot)
+                if openMutations.count > before { paths.append(write.path) }
             }
         }
-        guard !mutations.isEmpty else { return }
+        let added = openMutations.count - openedWith
+        guard added > 0 else { return }
         if openBefore == nil { openBefore = old }
-        if openMutations.isEmpty { openMutations = mutations } else { openMutations += mutations }
-        estimatedBytes += mutations.count * Namespace.bytesPerRow
+        estimatedBytes += added * Namespace.bytesPerRow
         root = newRoot
         version &+= 1
         let base = authorized.mergeBase

@@ -104,11 +104,33 @@ enum StoreSchema {
     ///
     /// - Throws: `.invalidMutation` when a key is empty or contains "/" (it would alias another path).
     static func key(for path: [String]) throws(StoreError) -> String {
-        for segment in path where segment.isEmpty || segment.utf8.contains(UInt8(ascii: "/")) {
+        // Checked and joined in one pass over the bytes (each mutation of every commit makes one or more keys).
+        var total = max(0, path.count - 1)
+        for segment in path { total += segment.utf8.count }
+        var valid = true
+        let key = String(unsafeUninitializedCapacity: total) { out in
+            var at = 0
+            for (index, segment) in path.enumerated() {
+                if index > 0 {
+                    out[at] = UInt8(ascii: "/")
+                    at += 1
+                }
+                var segment = segment
+                segment.withUTF8 { bytes in
+                    if bytes.isEmpty || bytes.contains(UInt8(ascii: "/")) { valid = false }
+                    for byte in bytes {
+                        out[at] = byte
+                        at += 1
+                    }
+                }
+            }
+            return at
+        }
+        guard valid else {
             throw StoreError(
                 .invalidMutation, "a key must be non-empty and free of '/'", location: LeafCodec.display(path))
         }
-        return path.joined(separator: "/")
+        return key
     }
 
     /// The path of a row key (inverse of `key(for:)`).

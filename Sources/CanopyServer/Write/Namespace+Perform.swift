@@ -22,18 +22,19 @@ import CanopyStore
 
 /// Tree writes that the policy allowed. Only `Namespace.perform` (this file) makes them.
 struct AuthorizedWrite {
-    let writes: [(path: Path, node: Node)]
-    let newRoot: Node
-    let mergeBase: Path?
+    /// The writes as built (held, not copied: a write's path is the hot path of the daemon).
+    let built: BuiltWrite
     let decision: AccessDecision
     /// The store mutations, when they were computed off the loop from the tree the write applies to.
     let mutations: [StoreMutation]?
 
+    var writes: [(path: Path, node: Node)] { built.writes }
+    var newRoot: Node { built.newRoot }
+    var mergeBase: Path? { built.mergeBase }
+
     fileprivate init(_ built: BuiltWrite, decision: AccessDecision, mutations: [StoreMutation]? = nil) {
         precondition(decision.allowed, "only an allowing decision authorizes a write")
-        writes = built.writes
-        newRoot = built.newRoot
-        mergeBase = built.mergeBase
+        self.built = built
         self.decision = decision
         self.mutations = mutations
     }
@@ -59,7 +60,6 @@ extension Namespace {
             return
         }
         let before = root
-        let built: BuiltWrite
         let authorized: AuthorizedWrite
         switch prepare(operation, as: identity, now: now, condition: condition) {
         case .failure(.conditionFailed(let current, let path)):
@@ -69,11 +69,10 @@ extension Namespace {
             completion(.failure(error))
             return
         case .success(let prepared):
-            (built, authorized) = prepared
+            authorized = prepared
         }
         commit(authorized)
-        let receipt = WriteReceipt(
-            before: before, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        let receipt = WriteReceipt(before: before, built: authorized.built)
         whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }
 
@@ -158,15 +157,14 @@ extension Namespace {
         case .failure(let error): return completion(.failure(error))
         }
         commit(AuthorizedWrite(built, decision: decision, mutations: mutations))
-        let receipt = WriteReceipt(
-            before: old, after: built.newRoot, paths: built.writes.map(\.path), resolved: built.resolved)
+        let receipt = WriteReceipt(before: old, built: built)
         whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }
 
     /// Steps 1–4 of the pipeline (see the file header).
     private func prepare(
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?
-    ) -> Result<(BuiltWrite, AuthorizedWrite), WriteError> {
+    ) -> Result<AuthorizedWrite, WriteError> {
         let old = root
         var adminDecision: AccessDecision?
         if case .admin(let action) = operation {
@@ -190,6 +188,6 @@ extension Namespace {
             adminDecision
             ?? policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now)
         guard decision.allowed else { return .failure(.permissionDenied(reason: decision.reason)) }
-        return .success((built, AuthorizedWrite(built, decision: decision)))
+        return .success(AuthorizedWrite(built, decision: decision))
     }
 }

@@ -4,20 +4,33 @@
 import CanopyCore
 import CanopyPublish
 
-/// The tree writes of one operation, and what the policy must judge.
-struct BuiltWrite {
+/// The tree writes of one operation, and what the policy must judge. Immutable, and a class: the pipeline, the
+/// authorized write and the receipt share one instance instead of copying it (a write's path is the hot path).
+final class BuiltWrite {
     /// Disjoint locations and their new nodes, in order.
-    var writes: [(path: Path, node: Node)]
+    let writes: [(path: Path, node: Node)]
     /// The tree with every write applied.
-    var newRoot: Node
+    let newRoot: Node
     /// What the policy sees: a set, an update with its child paths, or an admin action.
-    var access: AccessOperation
+    let access: AccessOperation
     /// The location the policy judges (the set's path, the update's base, the root for admin actions).
-    var path: Path
+    let path: Path
     /// For an update, its base: listeners at or above it are told with one merge event.
-    var mergeBase: Path?
+    let mergeBase: Path?
     /// See `WriteReceipt.resolved`.
-    var resolved: JSONValue
+    let resolved: JSONValue
+
+    init(
+        writes: [(path: Path, node: Node)], newRoot: Node, access: AccessOperation, path: Path, mergeBase: Path?,
+        resolved: JSONValue
+    ) {
+        self.writes = writes
+        self.newRoot = newRoot
+        self.access = access
+        self.path = path
+        self.mergeBase = mergeBase
+        self.resolved = resolved
+    }
 }
 
 /// Builds the writes of one client operation.

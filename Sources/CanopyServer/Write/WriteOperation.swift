@@ -69,15 +69,25 @@ public enum WriteCondition: Sendable {
 }
 
 /// What a durable write answers.
-public struct WriteReceipt: Sendable {
-    /// The tree before and after the operation.
+public struct WriteReceipt: @unchecked Sendable {
+    /// The tree before the operation.
     public let before: Node
-    public let after: Node
+    /// What was built (held as it is: most writers read nothing of their receipt).
+    // @unchecked: `BuiltWrite` holds tuples of `Path` and `Node` (both Sendable), which Swift cannot see through.
+    private let built: BuiltWrite
+
+    init(before: Node, built: BuiltWrite) {
+        self.before = before
+        self.built = built
+    }
+
+    /// The tree after the operation.
+    public var after: Node { built.newRoot }
     /// The locations the operation wrote, in the order it wrote them.
-    public let paths: [Path]
+    public var paths: [Path] { built.writes.map(\.path) }
     /// A set: the written value with server values resolved. An update: the object of its members, resolved.
     /// An admin action: null.
-    public let resolved: JSONValue
+    public var resolved: JSONValue { built.resolved }
 }
 
 /// Why a write was refused or failed. Carries facts; each protocol maps it (`WriteError+HTTP`, `WireSession`).

@@ -6,7 +6,9 @@
 /// `SQLITE_PREPARE_PERSISTENT`, which tells SQLite they will be kept and reused.
 public struct StatementCache {
     private let connection: SQLiteConnection
-    private var statements: [String: Statement] = [:]
+    /// A handful of statements, each looked up several times per commit: a linear scan, whose string comparison
+    /// of the same constant is a pointer check, beats hashing the SQL text every time.
+    private var statements: [(sql: String, statement: Statement)] = []
 
     /// Creates an empty cache over `connection`.
     public init(connection: SQLiteConnection) {
@@ -17,12 +19,12 @@ public struct StatementCache {
     ///
     /// - Throws: `SQLiteError` when the SQL does not prepare.
     public mutating func statement(_ sql: String) throws(SQLiteError) -> Statement {
-        if let cached = statements[sql] {
-            cached.reset()
-            return cached
+        for entry in statements where entry.sql.utf8.count == sql.utf8.count && entry.sql == sql {
+            entry.statement.reset()
+            return entry.statement
         }
         let statement = try connection.prepare(sql, persistent: true)
-        statements[sql] = statement
+        statements.append((sql, statement))
         return statement
     }
 
