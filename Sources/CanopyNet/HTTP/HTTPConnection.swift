@@ -386,6 +386,9 @@ final class HTTPConnection {
             }
             if result == .wouldBlock { break }
         }
+        // Reported before any path below returns (a close or a linger), so the server's sum is never stale.
+        let backlog = machine.isSubjectToHardLimit ? streamingBacklog : 0
+        server?.backlogChanged(self, to: backlog)
         if outputOffset == output.count {
             // Idle connections keep little memory: only small buffers are kept for reuse.
             output.removeAll(keepingCapacity: output.capacity <= 8 * 1024)
@@ -407,8 +410,6 @@ final class HTTPConnection {
             output.removeSubrange(0..<outputOffset)
             outputOffset = 0
         }
-        let backlog = machine.isSubjectToHardLimit ? streamingBacklog : 0
-        server?.backlogChanged(self, to: backlog)
         if backlog > limits.outputHardLimitBytes {
             if let server {
                 server.slowConsumersDisconnected += 1
