@@ -202,14 +202,15 @@ import Testing
         }
     }
 
-    @Test func stalledSubscribersAreDroppedLargestFirstPastTheOutputBudget() throws {
-        // Each alone stays far below its own limit (64 MiB); together they pass the 2 MiB budget.
+    @Test func stalledSubscribersAreDroppedPastTheOutputBudgetWhileWritersGoOn() throws {
+        // Each alone stays far below its own limit (64 MiB); together they pass the 2 MiB budget. (Which one goes
+        // first is checked deterministically in HTTPServerBudgetTests; a reading subscriber is left out here: on a
+        // loaded machine its transient backlog can be as large as a stalled one's.)
         try withServer(configure: {
             $0.maxOutputBacklogBytes = 64 << 20
             $0.maxOutputMemoryBytes = 2 << 20
         }) { server in
-            let (writer, reader) = try WireProtocolTests().connectAdmins(server, "budget")
-            #expect(reader.reply(reader.request("q", ["p": "/big", "h": ""]))?["d"]?["b"]?["s"] == "ok")
+            let (writer, _) = try WireProtocolTests().connectAdmins(server, "budget")
             var stalled: [SlowConsumerTests.StalledSubscriber] = []
             for _ in 0..<3 {
                 let subscriber = try SlowConsumerTests.StalledSubscriber(
@@ -220,13 +221,9 @@ import Testing
             let chunk = String(repeating: "x", count: 256 * 1024)
             var last: Int64 = 0
             for i in 0..<40 { last = writer.request("p", ["p": .string("/big/v\(i)"), "d": .string(chunk)]) }
-            #expect(writer.reply(last)?["d"]?["b"]?["s"] == "ok")
-            for subscriber in stalled { #expect(subscriber.drainUntilClosed(timeout: 20)) }
-            var seen: [String] = []
-            while seen.count < 40, let push = reader.push("d", timeout: 10) {
-                if let path = push["d"]?["b"]?["p"]?.stringValue, path.hasPrefix("/big/v") { seen.append(path) }
-            }
-            #expect(seen == (0..<40).map { "/big/v\($0)" })
+            #expect(writer.waitFor(timeout: 30) { $0["d"]?["r"] == .int(last) }?["d"]?["b"]?["s"] == "ok")
+            // Only now do they read (draining makes them readers again): each finds its connection closed.
+            for subscriber in stalled { #expect(subscriber.drainUntilClosed(timeout: 30)) }
         }
     }
 }
