@@ -23,6 +23,9 @@ public struct WireFrameAssembler: Sendable {
         self.maxMessageBytes = maxMessageBytes
     }
 
+    /// The UTF-8 bytes of the message being reassembled so far.
+    public var bufferedByteCount: Int { buffer.utf8.count }
+
     /// Feeds one text frame; returns a complete message when one is ready, nil while buffering (or for a count
     /// that starts nothing). After `tooLarge` the assembler is empty again.
     public mutating func feed(_ frame: String) throws(Failure) -> String? {

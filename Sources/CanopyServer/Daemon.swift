@@ -47,6 +47,8 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         limits.maxConnections = configuration.maxConnections
         limits.outputHardLimitBytes = configuration.maxOutputBacklogBytes
         limits.shutdownTimeoutMs = configuration.drainTimeoutMilliseconds
+        limits.maxBodyMemoryBytes = configuration.maxBodyMemoryBytes
+        limits.outputMemoryLimitBytes = configuration.maxOutputMemoryBytes
         let server = try HTTPServer(
             loop: loop, host: configuration.host, port: configuration.port, limits: limits,
             handler: RESTHandler(context: context))
@@ -77,6 +79,8 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let context = ServerContext(
             configuration: configuration, credentials: credentials, registry: registry, loop: loop)
         self.context = context
+        let computePool = registry.computePool
+        context.compute = { work in computePool.run(work) }
         let hub = RealtimeHub(context: context, loop: loop)
         context.realtime = hub
         registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }

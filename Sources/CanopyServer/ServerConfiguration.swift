@@ -29,6 +29,12 @@ public struct ServerConfiguration: Sendable {
     public var acceptAllDataLoss = false
     /// Largest accepted request body.
     public var maxBodyBytes = 256 * 1024 * 1024
+    /// Bytes of all request bodies in flight together (`--max-body-memory`); a body that does not fit is
+    /// answered 503 with `Retry-After` and never buffered.
+    public var maxBodyMemoryBytes = HTTPServerLimits().maxBodyMemoryBytes
+    /// Unsent output of all subscribers together (`--max-output-memory`); past it the largest backlogs are
+    /// closed first.
+    public var maxOutputMemoryBytes = HTTPServerLimits().outputMemoryLimitBytes
     /// Most simultaneous connections (HTTP, SSE and WebSocket); more are refused with 503.
     public var maxConnections = 10_000
     /// Unsent output a stream or WebSocket may hold before the daemon closes it as a slow consumer.
@@ -83,6 +89,9 @@ public struct ServerConfiguration: Sendable {
     package var maximumPagesPerNamespace: Int? = nil
     /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
     package var beforeWALSync: (@Sendable () -> Void)? = nil
+
+    /// Test hook: runs on the compute thread before a large request body is parsed there (to hold the parse).
+    package var beforeLargeBodyParse: (@Sendable () -> Void)? = nil
 
     /// Test hook: runs on a store thread before a namespace's tree is loaded (to hold a load).
     package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil

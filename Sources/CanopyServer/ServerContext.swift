@@ -38,6 +38,8 @@ final class ServerContext {
 
     /// The loop every handler runs on (timers: a read's `timeout`).
     let loop: EventLoop
+    /// Runs CPU-heavy request work on the compute thread (parsing a large body); nil runs it on the loop.
+    var compute: ((@escaping @Sendable () -> Void) -> Void)?
 
     init(configuration: ServerConfiguration, credentials: Credentials, registry: NamespaceRegistry, loop: EventLoop) {
         self.configuration = configuration

@@ -101,11 +101,16 @@ public final class StorePool: Sendable {
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), tid, niceness)
     }
 
+    private static let taken: @Sendable () -> Void = {}
+
     private func work() {
         while true {
             let job: (@Sendable () -> Void)?? = state.withLock { state in
                 if state.head < state.jobs.count {
                     let job = state.jobs[state.head]
+                    // A job taken must not stay referenced (with what it captured: a request body to parse, a
+                    // publish's trees) until the queue is next compacted.
+                    state.jobs[state.head] = StorePool.taken
                     state.head += 1
                     if state.head >= 64 && state.head * 2 >= state.jobs.count {
                         state.jobs.removeFirst(state.head)

@@ -7,6 +7,8 @@ import Testing
 private func describe(_ event: HTTPParserEvent) -> String {
     switch event {
     case .continueExpected: return "100-continue"
+    case .head(let r, let length, let expectsContinue):
+        return "head \(r.method) \(r.path) length=\(length.map(String.init) ?? "chunked") continue=\(expectsContinue)"
     case .request(let r):
         let query = r.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
         let headers = r.headers.fields.map { "\($0.name):\($0.value)" }.joined(separator: "|")

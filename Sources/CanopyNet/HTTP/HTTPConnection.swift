@@ -9,6 +9,11 @@
 // (between requests), head (slowloris), body (no progress), linger, or WebSocket idle; all read the loop's clock.
 // Bytes move through one seam, `transportRead` / `transportWrite`: the socket itself, or a `TLSSession` on it
 // (Architecture.md#TLS). A TLS handshake runs inside the first reads, under the first-request timer.
+//
+// A request is shown to the handler by its head before its body is read (`refusalBeforeBody`), and its body is
+// charged to the server's `BodyMemoryBudget` from then on: a refused or unaffordable body is answered at once and
+// then read and dropped (closed instead after `Expect: 100-continue`), never buffered. The backlog of a streaming
+// connection is reported to the server, which holds all of them under one output budget.
 import CCanopyLinux
 import CanopyCore
 
@@ -29,6 +34,10 @@ final class HTTPConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var pipeline: [PipelineEntry] = []
+    /// The current request body's share of the server's body budget (moved into the request once complete).
+    private var bodyCharge: BodyCharge?
+    /// The current request was answered from its head: its body is being read and dropped.
+    private var isDroppingBody = false
 
     private var machine: HTTPConnectionStateMachine
     /// The WebSocket frames go to once the 101 is written (the machine is then in its `webSocket` phase).
@@ -60,7 +69,7 @@ final class HTTPConnection {
         self.loop = loop
         self.server = server
         self.limits = limits
-        self.parser = HTTPRequestParser(limits: limits.parserLimits)
+        self.parser = HTTPRequestParser(limits: limits.parserLimits, reportsHeads: true)
         self.machine = HTTPConnectionStateMachine(now: loop.clock.nowNanoseconds())
     }
 
@@ -85,6 +94,12 @@ final class HTTPConnection {
     }
 
     var pendingOutputBytes: Int { output.count - outputOffset }
+
+    /// The server's budget for request bodies, which WebSocket messages being received share.
+    var bodyBudget: BodyMemoryBudget? { server?.bodyBudget }
+
+    /// Unwritten output of a stream or WebSocket (0 for plain responses), as last reported to the server.
+    var reportedBacklog = 0
 
     // MARK: Events
 
@@ -178,14 +193,27 @@ final class HTTPConnection {
                 fail(status: error.status, message: error.userMessage)
                 break
             }
-            guard let event else { break }
+            guard let event else {
+                if !chargeBody(upTo: parser.currentBodyByteCount) { failBodyMemory() }
+                break
+            }
             switch event {
-            case .continueExpected:
-                pipeline.append(
-                    PipelineEntry(state: .interim(HTTPResponseWriter.continueBytes), keepAlive: true, isHTTP10: false))
-                markDirty()
+            case .continueExpected:  // only from parsers that do not report heads
+                queueContinue()
+            case .head(let head, let bodyLength, let expectsContinue):
+                headReceived(head, bodyLength: bodyLength, expectsContinue: expectsContinue)
             case .request(var request):
+                if isDroppingBody {
+                    isDroppingBody = false  // answered from its head
+                    continue
+                }
+                guard chargeBody(upTo: request.body.count) else {
+                    failBodyMemory()
+                    break
+                }
                 request.remoteAddress = remoteAddress
+                request.bodyCharge = bodyCharge
+                bodyCharge = nil
                 let entry = PipelineEntry(keepAlive: request.keepAlive, isHTTP10: request.version == .http10)
                 pipeline.append(entry)
                 machine.requestParsed(keepAlive: request.keepAlive)
@@ -197,15 +225,84 @@ final class HTTPConnection {
         updateTimer()
     }
 
+    private func queueContinue() {
+        pipeline.append(
+            PipelineEntry(state: .interim(HTTPResponseWriter.continueBytes), keepAlive: true, isHTTP10: false))
+        markDirty()
+    }
+
+    /// A head whose body follows: the handler may refuse it now; otherwise its body is charged to the budget
+    /// (all of a declared `Content-Length` at once) and, when asked, `100 Continue` is sent.
+    private func headReceived(_ head: HTTPRequest, bodyLength: Int?, expectsContinue: Bool) {
+        guard let server else { return }
+        var head = head
+        head.remoteAddress = remoteAddress
+        if let refusal = server.handler.refusalBeforeBody(head) {
+            refuseBody(refusal, head: head, expectsContinue: expectsContinue)
+            return
+        }
+        guard let charge = server.bodyBudget.reserve(bodyLength ?? 0) else {
+            server.bodyMemoryRefusals += 1
+            server.logger.warning(
+                "http.body_memory",
+                [
+                    "conn": "\(id)", "peer": remoteAddress, "length": "\(bodyLength ?? 0)",
+                    "in_flight": "\(server.bodyBudget.usedBytes)", "total": "\(server.bodyMemoryRefusals)",
+                ])
+            refuseBody(server.bodyMemoryRefusal, head: head, expectsContinue: expectsContinue)
+            return
+        }
+        bodyCharge = charge
+        if expectsContinue { queueContinue() }
+    }
+
+    /// Answers a request from its head. Its body is read and dropped so the connection stays usable, unless the
+    /// client asked `Expect: 100-continue` (it may never send the body) or the connection ends anyway: then the
+    /// connection closes once the answer is written.
+    private func refuseBody(_ response: HTTPResponse, head: HTTPRequest, expectsContinue: Bool) {
+        parser.discardBody()
+        if expectsContinue || !head.keepAlive {
+            fail(response)
+            return
+        }
+        isDroppingBody = true
+        machine.requestParsed(keepAlive: true)
+        pipeline.append(PipelineEntry(state: .response(response), keepAlive: true, isHTTP10: head.version == .http10))
+        markDirty()
+    }
+
+    /// Grows a chunked body's charge to the `bytes` kept so far; false when the budget cannot cover them.
+    private func chargeBody(upTo bytes: Int) -> Bool {
+        guard let bodyCharge, bytes > bodyCharge.bytes else { return true }
+        return bodyCharge.grow(to: bytes)
+    }
+
+    /// A chunked body outgrew the body budget mid-way: 503, and the connection closes after it.
+    private func failBodyMemory() {
+        guard let server else { return }
+        server.bodyMemoryRefusals += 1
+        server.logger.warning(
+            "http.body_memory",
+            [
+                "conn": "\(id)", "peer": remoteAddress, "length": "\(parser.currentBodyByteCount)",
+                "in_flight": "\(server.bodyBudget.usedBytes)", "total": "\(server.bodyMemoryRefusals)",
+            ])
+        parser.discardBody()
+        bodyCharge = nil
+        fail(server.bodyMemoryRefusal)
+    }
+
     private var isBackpressured: Bool {
         pipeline.count >= limits.maxPipelinedRequests || pendingOutputBytes > limits.outputSoftLimitBytes
     }
 
     /// Queues an error response, stops reading requests, and closes (lingering) after it is written.
     private func fail(status: Int, message: String) {
-        pipeline.append(
-            PipelineEntry(state: .response(.error(status: status, message: message)), keepAlive: false, isHTTP10: false)
-        )
+        fail(.error(status: status, message: message))
+    }
+
+    private func fail(_ response: HTTPResponse) {
+        pipeline.append(PipelineEntry(state: .response(response), keepAlive: false, isHTTP10: false))
         machine.requestFailed()
         markDirty()
         updateInterest()
@@ -341,6 +438,9 @@ final class HTTPConnection {
             }
             if result == .wouldBlock { break }
         }
+        // Reported before any path below returns (a close or a linger), so the server's sum is never stale.
+        let backlog = machine.isSubjectToHardLimit ? streamingBacklog : 0
+        server?.backlogChanged(self, to: backlog)
         if outputOffset == output.count {
             // Idle connections keep little memory: only small buffers are kept for reuse.
             output.removeAll(keepingCapacity: output.capacity <= 8 * 1024)
@@ -362,13 +462,13 @@ final class HTTPConnection {
             output.removeSubrange(0..<outputOffset)
             outputOffset = 0
         }
-        if machine.isSubjectToHardLimit && streamingBacklog > limits.outputHardLimitBytes {
+        if backlog > limits.outputHardLimitBytes {
             if let server {
                 server.slowConsumersDisconnected += 1
                 server.logger.warning(
                     "conn.output_limit",
                     [
-                        "conn": "\(id)", "peer": remoteAddress, "backlog": "\(streamingBacklog)",
+                        "conn": "\(id)", "peer": remoteAddress, "backlog": "\(backlog)",
                         "total": "\(server.slowConsumersDisconnected)",
                     ])
             }
@@ -415,6 +515,8 @@ final class HTTPConnection {
         pipeline.removeAll()
         output = []
         outputOffset = 0
+        bodyCharge = nil
+        parser.discardBody()
         for entry in entries {
             entry.isAbandoned = true
             switch entry.state {

@@ -36,6 +36,9 @@ public struct HTTPRequest: Sendable {
     public var keepAlive: Bool
     /// The peer as `address:port` (`[v6]:port` for IPv6); empty for requests not read from a socket.
     public var remoteAddress: String
+    /// The body's share of the server's ``BodyMemoryBudget``: given back once every copy of the request (and of
+    /// this charge) is gone. A handler that keeps the request long after reading its body should drop both.
+    public var bodyCharge: BodyCharge?
 
     /// Creates a request; used by the parser and by tests that drive handlers directly.
     public init(

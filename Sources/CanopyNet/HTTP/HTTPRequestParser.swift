@@ -14,6 +14,9 @@
 // byte arrives); chunk-size lines ≤ 1 KiB. Cost is linear: line scanning resumes where it stopped, and
 // consumed input is compacted away only once it is at least half of the buffer.
 // After an error the parser is dead: every later call rethrows the same error.
+// A parser made with `reportsHeads` also reports each head that a body follows (`.head`, in place of
+// `.continueExpected`), so its owner can refuse the request before the body arrives and have the rest of that
+// body read and dropped (`discardBody()`) instead of buffered.
 
 /// Size limits applied while parsing.
 public struct HTTPParserLimits: Sendable, Equatable {
@@ -36,6 +39,10 @@ public struct HTTPParserLimits: Sendable, Equatable {
 public enum HTTPParserEvent: Sendable {
     /// The head asks `Expect: 100-continue` and a body follows: the server should send `100 Continue`.
     case continueExpected
+    /// Only with `reportsHeads`: a head whose body follows (its `body` is empty); `expectsContinue` when it asks
+    /// `Expect: 100-continue`; `bodyLength` is its `Content-Length` (nil for a chunked body). The complete
+    /// request follows as `.request` once its body has arrived.
+    case head(HTTPRequest, bodyLength: Int?, expectsContinue: Bool)
     /// A complete request.
     case request(HTTPRequest)
 }
@@ -80,10 +87,28 @@ public struct HTTPRequestParser: Sendable {
     private var fieldCount = 0
     private var current: HTTPRequest?
     private var failure: HTTPParseError?
+    /// Whether heads that a body follows are reported (`.head`).
+    public let reportsHeads: Bool
+    /// The current body is read and dropped, not kept (its request was already answered).
+    private var isDiscardingBody = false
+    /// Chunk bytes dropped so far while discarding (they still count against `maxBodyBytes`).
+    private var discardedChunkBytes = 0
 
-    /// Creates a parser enforcing `limits`.
-    public init(limits: HTTPParserLimits = .init()) {
+    /// Creates a parser enforcing `limits`; with `reportsHeads`, heads that a body follows are reported too.
+    public init(limits: HTTPParserLimits = .init(), reportsHeads: Bool = false) {
         self.limits = limits
+        self.reportsHeads = reportsHeads
+    }
+
+    /// The body bytes of the current request kept so far (0 between requests and while discarding).
+    public var currentBodyByteCount: Int { current?.body.count ?? 0 }
+
+    /// The rest of the current request's body is read and dropped instead of kept; its `.request` still
+    /// follows (with an empty body), so the connection stays in step with the client.
+    public mutating func discardBody() {
+        guard current != nil else { return }
+        isDiscardingBody = true
+        current?.body = []
     }
 
     /// Bytes received but not yet consumed.
@@ -178,7 +203,11 @@ public struct HTTPRequestParser: Sendable {
             case .fixedBody(let remaining):
                 let count = min(remaining, bufferedByteCount)
                 guard count > 0 else { return nil }
-                current?.body.append(contentsOf: buffer[readIndex..<(readIndex + count)])
+                if !isDiscardingBody {
+                    // The length is known: one allocation of the right size, not a doubling series of copies.
+                    if current?.body.isEmpty == true { current?.body.reserveCapacity(remaining) }
+                    current?.body.append(contentsOf: buffer[readIndex..<(readIndex + count)])
+                }
                 readIndex += count
                 if count == remaining { return .request(finishRequest()) }
                 state = .fixedBody(remaining: remaining - count)
@@ -194,13 +223,16 @@ public struct HTTPRequestParser: Sendable {
                     headBytes = 0
                     fieldCount = 0
                 } else {
-                    guard size <= limits.maxBodyBytes - (current?.body.count ?? 0) else { throw .bodyTooLarge }
+                    guard size <= limits.maxBodyBytes - (current?.body.count ?? 0) - discardedChunkBytes else {
+                        throw .bodyTooLarge
+                    }
                     state = .chunkData(remaining: size)
                 }
             case .chunkData(let remaining):
                 let count = min(remaining, bufferedByteCount)
                 guard count > 0 else { return nil }
-                current?.body.append(contentsOf: buffer[readIndex..<(readIndex + count)])
+                if !isDiscardingBody { current?.body.append(contentsOf: buffer[readIndex..<(readIndex + count)]) }
+                discardedChunkBytes += isDiscardingBody ? count : 0
                 readIndex += count
                 state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
             case .chunkDataEnd:
@@ -250,12 +282,16 @@ public struct HTTPRequestParser: Sendable {
         } else {
             return .request(finishRequest())
         }
-        if request.version != .http10, let expect = headers.first("Expect"),
-            HTTPHeaders.namesEqual(expect.trimmingSpacesAndTabs(), "100-continue")
-        {
-            return .continueExpected
+        let expectsContinue =
+            request.version != .http10
+            && headers.first("Expect").map { HTTPHeaders.namesEqual($0.trimmingSpacesAndTabs(), "100-continue") }
+                == true
+        if reportsHeads {
+            var bodyLength: Int?
+            if case .fixedBody(let length) = state { bodyLength = length }
+            return .head(request, bodyLength: bodyLength, expectsContinue: expectsContinue)
         }
-        return nil
+        return expectsContinue ? .continueExpected : nil
     }
 
     private mutating func finishRequest() -> HTTPRequest {
@@ -264,6 +300,8 @@ public struct HTTPRequestParser: Sendable {
         state = .requestLine
         headBytes = 0
         fieldCount = 0
+        isDiscardingBody = false
+        discardedChunkBytes = 0
         return request
     }
 

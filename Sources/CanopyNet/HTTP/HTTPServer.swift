@@ -1,4 +1,9 @@
 // HTTPServer -- a listening socket on an event loop: accepts connections, enforces limits, shuts down gracefully.
+//
+// Two budgets span all connections: the bytes of request bodies in flight (`bodyBudget`, checked by each
+// connection when a head arrives and as a chunked body grows) and the unwritten output of streaming connections
+// (checked at the end of each loop pass, after every connection has flushed: past it, the largest backlogs are
+// closed first, as slow consumers, until the rest fit).
 import CCanopyLinux
 import CanopyCore
 
@@ -35,6 +40,16 @@ public final class HTTPServer {
     private var isShuttingDown = false
     private var shutdownCompletion: (() -> Void)?
     private var shutdownTimer: TimerHandle?
+    /// Unwritten output of each streaming connection with some (by id), and their sum.
+    private var backlogs: [Int: Int] = [:]
+    /// The unwritten output of every stream and WebSocket together, as of the last flush.
+    public private(set) var streamingBacklogBytes = 0
+    /// The bytes of every request body in flight (``HTTPServerLimits/maxBodyMemoryBytes``).
+    public let bodyBudget: BodyMemoryBudget
+    /// Requests answered 503 because their body did not fit in ``bodyBudget``.
+    public internal(set) var bodyMemoryRefusals = 0
+    /// Streams and WebSockets closed because all backlogs together passed ``HTTPServerLimits/outputMemoryLimitBytes``.
+    public internal(set) var outputBudgetDisconnects = 0
 
     /// The certificate new connections are served with; nil serves plaintext. Replacing it (a `SIGHUP` reload)
     /// changes only connections accepted afterwards: each TLS session keeps the context it started from.
@@ -53,6 +68,7 @@ public final class HTTPServer {
         self.handler = handler
         self.listenFD = fd
         self.port = boundPort
+        self.bodyBudget = BodyMemoryBudget(limitBytes: limits.maxBodyMemoryBytes)
         loop.addFlushHook { [weak self] in self?.flushDirtyConnections() }
     }
 
@@ -65,6 +81,7 @@ public final class HTTPServer {
         self.handler = handler
         self.listenFD = -1
         self.port = 0
+        self.bodyBudget = BodyMemoryBudget(limitBytes: limits.maxBodyMemoryBytes)
         loop.addFlushHook { [weak self] in self?.flushDirtyConnections() }
     }
 
@@ -142,18 +159,66 @@ public final class HTTPServer {
 
     func connectionClosed(_ connection: HTTPConnection) {
         connections[connection.id] = nil
+        backlogChanged(connection, to: 0)
         logger.trace("conn.close", ["conn": "\(connection.id)"])
         finishShutdownIfDone()
     }
 
     private func flushDirtyConnections() {
-        // Flushing can parse pipelined requests whose handlers answer at once; repeat until quiet.
-        while !dirty.isEmpty {
-            let batch = dirty
-            dirty.removeAll(keepingCapacity: true)
-            for connection in batch { connection.flush() }
+        // Flushing can parse pipelined requests whose handlers answer at once, and closing a connection over the
+        // output budget can make others write (a session's listens end): repeat until quiet.
+        repeat {
+            while !dirty.isEmpty {
+                let batch = dirty
+                dirty.removeAll(keepingCapacity: true)
+                for connection in batch { connection.flush() }
+            }
+            enforceOutputBudget()
+        } while !dirty.isEmpty
+    }
+
+    /// A streaming connection's unwritten output is now `bytes` (0 once it is written or the connection closed).
+    func backlogChanged(_ connection: HTTPConnection, to bytes: Int) {
+        let old = connection.reportedBacklog
+        guard old != bytes else { return }
+        connection.reportedBacklog = bytes
+        streamingBacklogBytes += bytes - old
+        backlogs[connection.id] = bytes == 0 ? nil : bytes
+    }
+
+    /// Past the output budget, closes the streams and WebSockets with the largest backlogs first until the rest
+    /// fit: the memory they hold together stays bounded however many stop reading, and the ones that stalled
+    /// longest (they hold the most) go first, as the per-connection hard limit would take them later anyway.
+    private func enforceOutputBudget() {
+        guard streamingBacklogBytes > limits.outputMemoryLimitBytes else { return }
+        for (id, backlog) in backlogs.sorted(by: { $0.value > $1.value }) {
+            guard streamingBacklogBytes > limits.outputMemoryLimitBytes else { break }
+            guard let connection = connections[id] else {
+                backlogs[id] = nil
+                continue
+            }
+            outputBudgetDisconnects += 1
+            slowConsumersDisconnected += 1
+            logger.warning(
+                "conn.output_budget",
+                [
+                    "conn": "\(id)", "peer": connection.remoteAddress, "backlog": "\(backlog)",
+                    "all_backlogs": "\(streamingBacklogBytes)", "total": "\(outputBudgetDisconnects)",
+                ])
+            connection.close()
         }
     }
+
+    /// The answer to a request whose body does not fit in the body budget now.
+    lazy var bodyMemoryRefusal: HTTPResponse = {
+        var response = HTTPResponse.error(
+            status: 503,
+            message:
+                "The server is receiving too many request bodies at once (at most "
+                + "\(limits.maxBodyMemoryBytes >> 20) MiB together); retry shortly.")
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }()
 
     private func acceptConnections() {
         for _ in 0..<Self.maxAcceptsPerPass {

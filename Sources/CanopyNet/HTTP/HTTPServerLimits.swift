@@ -8,6 +8,9 @@ public struct HTTPServerLimits: Sendable, Equatable {
     public var maxHeaderCount = 100
     /// Body bytes per request (413 beyond). Default 256 MiB.
     public var maxBodyBytes = 256 * 1024 * 1024
+    /// Body bytes of all requests in flight together, on every connection (503 with `Retry-After` beyond),
+    /// WebSocket messages being assembled included. Default 256 MiB.
+    public var maxBodyMemoryBytes = 256 * 1024 * 1024
     /// The whole request head must arrive within this time of its first byte (slowloris), else 408. Default 10 s.
     public var headerTimeoutMs: Int64 = 10_000
     /// A keep-alive connection with no request in progress is closed after this time. Default 120 s.
@@ -24,6 +27,9 @@ public struct HTTPServerLimits: Sendable, Equatable {
     /// Unwritten output of a streaming connection (SSE, WebSocket) above which it is closed, at the end of
     /// the loop pass. Plain responses are exempt: the soft limit already stops new requests. Default 32 MiB.
     public var outputHardLimitBytes = 32 * 1024 * 1024
+    /// Unwritten output of all streaming connections together; past it, at the end of the loop pass, the
+    /// connections with the largest backlogs are closed first until the rest fit. Default 512 MiB.
+    public var outputMemoryLimitBytes = 512 * 1024 * 1024
     /// A graceful shutdown force-closes whatever is still open after this time. Default 10 s.
     public var shutdownTimeoutMs: Int64 = 10_000
     /// After an error response the server reads and discards input for up to this long before closing,

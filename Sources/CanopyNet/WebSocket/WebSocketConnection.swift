@@ -38,6 +38,10 @@ public final class WebSocketConnection {
     public private(set) var peerCloseCode: UInt16?
     /// The peer as `address:port`.
     public let remoteAddress: String
+    /// The share of the server's body budget held by messages being received: what the decoder holds, plus what
+    /// the owner holds of a message it reassembles from several (`holdInbound(_:)`).
+    private var inboundCharge: BodyCharge?
+    private var ownerHeldBytes = 0
 
     init(connection: HTTPConnection, limits: WebSocketLimits) {
         self.connection = connection
@@ -88,6 +92,8 @@ public final class WebSocketConnection {
     func receive(_ bytes: some Collection<UInt8>) {
         guard !isClosed else { return }  // closing: input is only drained until the socket closes
         decoder.append(bytes)
+        defer { if !isClosed { _ = chargeInbound() } }  // what is still held once the complete messages are out
+        guard chargeInbound() else { return }
         while !isClosed {
             let event: WebSocketEvent?
             do {
@@ -112,6 +118,36 @@ public final class WebSocketConnection {
         }
     }
 
+    /// Declares that the owner holds `bytes` of a message it is reassembling from several (the wire protocol's
+    /// counted pieces); they share the server's body budget with request bodies. Past it the connection is closed
+    /// with 1013 (try again later).
+    /// - Returns: false when the connection was closed for it.
+    public func holdInbound(_ bytes: Int) -> Bool {
+        guard !isClosed else { return false }
+        ownerHeldBytes = max(bytes, 0)
+        return chargeInbound()
+    }
+
+    /// Brings the inbound charge to what is held now; closes with 1013 when the budget cannot cover it.
+    private func chargeInbound() -> Bool {
+        let held = decoder.heldByteCount + ownerHeldBytes
+        if let inboundCharge {
+            guard held > inboundCharge.bytes else {
+                inboundCharge.shrink(to: held)
+                return true
+            }
+            if inboundCharge.grow(to: held) { return true }
+        } else {
+            guard held > 0, let budget = connection.bodyBudget else { return true }
+            inboundCharge = budget.reserve(held)
+            if inboundCharge != nil { return true }
+        }
+        inboundCharge = nil
+        sendFrame(.close, payload: WebSocketFrameEncoder.closePayload(code: 1013))  // try again later
+        finish(notify: true)
+        return false
+    }
+
     /// The server ends the connection (shutdown: 1001 going away; idle timeout).
     func terminate(code: UInt16) {
         guard !isClosed else { return }
@@ -123,6 +159,7 @@ public final class WebSocketConnection {
     func markClosed(notify: Bool) {
         guard !isClosed else { return }
         isClosed = true
+        inboundCharge = nil
         let callback = onClose
         onClose = nil
         onText = nil

@@ -44,6 +44,9 @@ public struct WebSocketDecoder: Sendable {
     /// Bytes received but not yet consumed.
     public var bufferedByteCount: Int { buffer.count - readIndex }
 
+    /// Bytes held for messages not complete yet: a frame still arriving and the fragments before it.
+    public var heldByteCount: Int { bufferedByteCount + (fragmented?.payload.count ?? 0) }
+
     /// Appends received bytes. Ignored once the decoder has failed.
     public mutating func append(_ bytes: some Collection<UInt8>) {
         guard failure == nil, !bytes.isEmpty else { return }

@@ -1,6 +1,7 @@
 // AccessPolicy -- the one authorization seam every read and write passes through.
 
 import CanopyCore
+import CanopyRules
 
 /// What a request wants to do at a path.
 public enum AccessOperation: Sendable {
@@ -41,10 +42,16 @@ public protocol AccessPolicy: Sendable {
     func decide(_ request: AccessRequest) -> AccessDecision
     /// The `.indexOn` keys declared for the children of `path`; nil when the policy declares no indexes.
     func indexes(at path: Path) -> [String]?
+    /// Whether `identity` could be allowed a write at `path` (with `reach`, below it), whatever the data and the
+    /// value turn out to be. Asked before a request's body is read: false only when refusal is certain.
+    func couldAllowWrite(at path: Path, reach: CompiledRules.WriteReach, as identity: Identity) -> Bool
 }
 
 extension AccessPolicy {
     public func indexes(at path: Path) -> [String]? { nil }
+    public func couldAllowWrite(at path: Path, reach: CompiledRules.WriteReach, as identity: Identity) -> Bool {
+        true
+    }
 
     /// Decides one request: the only place an `AccessRequest` is assembled. Denials are logged (debug).
     public func authorize(
@@ -83,6 +90,9 @@ public struct AdminOnlyPolicy: AccessPolicy {
     public func decide(_ request: AccessRequest) -> AccessDecision {
         if case .admin = request.operation { return adminEndpointDecision(request.identity) }
         return request.identity.isAdmin ? .allow("admin credential") : .deny("no rules grant access")
+    }
+    public func couldAllowWrite(at path: Path, reach: CompiledRules.WriteReach, as identity: Identity) -> Bool {
+        identity.isAdmin
     }
 }
 

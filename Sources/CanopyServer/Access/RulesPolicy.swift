@@ -35,6 +35,10 @@ public struct RulesPolicy: AccessPolicy {
     }
 
     public func indexes(at path: Path) -> [String]? { rules.indexOn(at: path.segments) }
+
+    public func couldAllowWrite(at path: Path, reach: CompiledRules.WriteReach, as identity: Identity) -> Bool {
+        identity.isAdmin || rules.couldGrantWrite(at: path.segments, reach: reach, auth: identity.rulesAuth)
+    }
 }
 
 extension RuleQuery {

@@ -102,9 +102,10 @@ extension RESTHandler {
     // MARK: PUT / DELETE
 
     func handlePut(_ request: DataRequest, _ responder: HTTPResponder) throws {
-        let body = try parseBody(request)
-        let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) }
-        try write(request, .set(path: request.path, data: body), condition: condition, responder) { $0.resolved }
+        try withBody(request, responder) { [self] request, body in
+            let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) }
+            try write(request, .set(path: request.path, data: body), condition: condition, responder) { $0.resolved }
+        }
     }
 
     func handleDelete(_ request: DataRequest, _ responder: HTTPResponder) throws {
@@ -118,10 +119,11 @@ extension RESTHandler {
         if request.http.header("if-match") != nil {
             throw RESTError(400, "Conditional requests are not supported for POST.")
         }
-        let body = try parseBody(request)
-        let name = context.pushIDs.next(nowMilliseconds: request.now)
-        try write(request, .set(path: request.path.child(name), data: body), condition: nil, responder) { _ in
-            ["name": .string(name)]
+        try withBody(request, responder) { [self] request, body in
+            let name = context.pushIDs.next(nowMilliseconds: request.now)
+            try write(request, .set(path: request.path.child(name), data: body), condition: nil, responder) { _ in
+                ["name": .string(name)]
+            }
         }
     }
 
@@ -131,11 +133,12 @@ extension RESTHandler {
         if request.http.header("if-match") != nil {
             throw RESTError(400, "Conditional requests are not supported for PATCH.")
         }
-        let body = try parseBody(request)
-        guard case .object = body else {  // refused before the namespace (and its file) is created
-            throw RESTError(400, "Invalid data; couldn't parse JSON object. PATCH needs an object.")
+        try withBody(request, responder) { [self] request, body in
+            guard case .object = body else {  // refused before the namespace (and its file) is created
+                throw RESTError(400, "Invalid data; couldn't parse JSON object. PATCH needs an object.")
+            }
+            try write(request, .update(path: request.path, data: body), condition: nil, responder) { $0.resolved }
         }
-        try write(request, .update(path: request.path, data: body), condition: nil, responder) { $0.resolved }
     }
 
     /// Performs `operation` through the namespace's write pipeline and answers once it is durable: `answer`'s
@@ -163,8 +166,43 @@ extension RESTHandler {
 
     // MARK: helpers
 
-    func parseBody(_ request: DataRequest) throws -> JSONValue {
-        try JSONValue.parse(request.http.body)
+    /// A body at least this large is parsed on the compute thread, so the loop keeps serving meanwhile.
+    static let offLoopParseBytes = 256 * 1024
+
+    /// Parses the request's JSON body and continues with the request (without its body bytes) and the value:
+    /// at once for a small body; for a large one on the compute thread (a 200 MB document takes seconds to
+    /// parse), then back on the loop. The body's share of the body budget is held until `next` returns, so the
+    /// parsed value counts as in flight too. An error, thrown or from parsing, is the answer.
+    func withBody(
+        _ request: DataRequest, _ responder: HTTPResponder,
+        _ next: @escaping (DataRequest, JSONValue) throws -> Void
+    ) throws {
+        var stripped = request
+        let bytes = stripped.http.body
+        let charge = stripped.http.bodyCharge
+        stripped.http.body = []
+        stripped.http.bodyCharge = nil
+        guard bytes.count >= Self.offLoopParseBytes, let compute = context.compute else {
+            try next(stripped, try JSONValue.parse(bytes))
+            withExtendedLifetime(charge) {}
+            return
+        }
+        let loop = context.loop
+        let held = LoopHeld((stripped, next, responder), loop: loop)
+        let hook = context.configuration.beforeLargeBodyParse
+        compute {
+            hook?()
+            let parsed = Result { () throws(JSONParseError) in try JSONValue.parse(bytes) }
+            loop.execute {
+                let (request, next, responder) = held.value
+                do {
+                    try next(request, try parsed.get())
+                } catch {
+                    responder.respond(.error(error))
+                }
+                withExtendedLifetime(charge) {}
+            }
+        }
     }
 
     /// Refuses a read that the policy does not allow (of a namespace that may not be open: its default rules).

@@ -85,7 +85,7 @@ final class RESTHandler: HTTPHandler {
 
     /// `POST` with `X-HTTP-Method-Override` (header or query parameter) acts as that method; an override that
     /// names anything else is refused (it must never fall back to a POST, which would push data).
-    private func effectiveMethod(_ request: HTTPRequest) throws(RESTError) -> String {
+    func effectiveMethod(_ request: HTTPRequest) throws(RESTError) -> String {
         guard request.method == "POST" else { return request.method }
         guard let override = request.header("x-http-method-override") ?? request.queryValue("x-http-method-override")
         else { return request.method }
@@ -98,7 +98,7 @@ final class RESTHandler: HTTPHandler {
         return method
     }
 
-    private func parseDataRequest(_ request: HTTPRequest, method: String) throws -> DataRequest {
+    func parseDataRequest(_ request: HTTPRequest, method: String) throws -> DataRequest {
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
         let rawPath = String(request.path.dropLast(".json".count))

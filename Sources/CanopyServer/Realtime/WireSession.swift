@@ -58,6 +58,13 @@ protocol WireTransport: AnyObject {
     /// Sends messages serialized (and framed) once for many sessions; see `WireMessages`.
     func send(_ messages: WireMessages)
     func close(code: UInt16, reason: String)
+    /// The session holds `bytes` of a message it reassembles from counted pieces; false when the transport
+    /// closed for it (the server's memory for incoming messages is spent).
+    func holdInbound(_ bytes: Int) -> Bool
+}
+
+extension WireTransport {
+    func holdInbound(_ bytes: Int) -> Bool { true }
 }
 
 /// Loop-confined protocol session.
@@ -130,7 +137,9 @@ final class WireSession {
     private func received(_ text: String) {
         // A bare "0" (the client keep-alive) yields no message.
         do {
-            guard let message = try assembler.feed(text) else { return }
+            let message = try assembler.feed(text)
+            guard socket.holdInbound(assembler.bufferedByteCount) else { return }
+            guard let message else { return }
             handleMessage(message)
         } catch {
             end(code: 1009, reason: "message too big")

@@ -13,6 +13,7 @@ struct Serve: Command {
                      [--public-keys <pem-or-jwks-file>]... [--allow-tokens-without-exp] [--emulator]
                      [--sync full|normal] [--accept-data-loss <ns>]... [--accept-all-data-loss]
                      [--demo] [--max-connections <n>] [--max-output-backlog <MiB>]
+                     [--max-output-memory <MiB>] [--max-body-memory <MiB>]
                      [--store-threads <n>] [--max-open-namespaces <n>] [--max-namespace-memory <MiB>]
                      [--namespace-idle <seconds>] [--metrics-port <n>] [--drain-timeout <seconds>]
                      [--max-listens-per-connection <n>] [--max-listens <n>]
@@ -40,6 +41,10 @@ struct Serve: Command {
                          limit is raised to fit when the system allows
           --max-output-backlog  unsent output (MiB) a subscriber's stream or socket may hold before it is
                          closed as a slow consumer, which is logged with a running total (default 32)
+          --max-output-memory  unsent output (MiB) of all subscribers together (default 512); past it the
+                         largest backlogs are closed first, logged as conn.output_budget
+          --max-body-memory  request bodies (MiB) in flight together, on every connection (default 256); a
+                         body that does not fit is answered 503 with Retry-After before it is read
           --store-threads  threads shared by every namespace's SQLite work: commits, WAL syncs, loading
                          trees (default 4)
           --max-open-namespaces  namespaces with a file kept open (default 1000); past it, idle ones are closed,
@@ -90,7 +95,8 @@ struct Serve: Command {
     static let options: [(name: String, isFlag: Bool)] = [
         ("--host", false), ("--port", false), ("--data", false), ("--default-ns", false), ("--rules", false),
         ("--public-keys", false), ("--allow-tokens-without-exp", true), ("--emulator", true), ("--sync", false),
-        ("--demo", true), ("--max-connections", false), ("--max-output-backlog", false), ("--store-threads", false),
+        ("--demo", true), ("--max-connections", false), ("--max-output-backlog", false), ("--max-output-memory", false),
+        ("--max-body-memory", false), ("--store-threads", false),
         ("--max-open-namespaces", false), ("--max-namespace-memory", false), ("--namespace-idle", false),
         ("--metrics-port", false), ("--drain-timeout", false), ("--log-level", false), ("--log-format", false),
         ("--accept-data-loss", false), ("--accept-all-data-loss", true), ("--tls-cert", false), ("--tls-key", false),
@@ -174,6 +180,10 @@ struct Serve: Command {
             configuration.maxConnections = try arguments.int(for: option, in: 1...1_000_000)
         case "--max-output-backlog":
             configuration.maxOutputBacklogBytes = try arguments.int(for: option, in: 1...4_096) << 20
+        case "--max-output-memory":
+            configuration.maxOutputMemoryBytes = try arguments.int(for: option, in: 1...65_536) << 20
+        case "--max-body-memory":
+            configuration.maxBodyMemoryBytes = try arguments.int(for: option, in: 1...65_536) << 20
         case "--store-threads": configuration.storeThreads = try arguments.int(for: option, in: 1...64)
         case "--max-open-namespaces":
             configuration.maxOpenNamespaces = try arguments.int(for: option, in: 1...1_000_000)

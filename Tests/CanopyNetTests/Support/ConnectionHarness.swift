@@ -19,11 +19,13 @@ final class ConnectionHarness {
     let loop: EventLoop
     let server: HTTPServer
 
-    init(limits: HTTPServerLimits = HTTPServerLimits(), handler: @escaping (HTTPRequest, HTTPResponder) -> Void)
-        throws
-    {
+    init(
+        limits: HTTPServerLimits = HTTPServerLimits(),
+        refusal: @escaping (HTTPRequest) -> HTTPResponse? = { _ in nil },
+        handler: @escaping (HTTPRequest, HTTPResponder) -> Void
+    ) throws {
         loop = try EventLoop(clock: clock)
-        server = HTTPServer(loop: loop, limits: limits, handler: ClosureHandler(handler))
+        server = HTTPServer(loop: loop, limits: limits, handler: ClosureHandler(refusal: refusal, handler))
     }
 
     /// Opens a connection to the server; `sendBufferBytes` shrinks the server side's send buffer (for tests of

@@ -6,8 +6,16 @@ import Synchronization
 /// A handler made from a closure; runs on the loop.
 final class ClosureHandler: HTTPHandler {
     let body: (HTTPRequest, HTTPResponder) -> Void
-    init(_ body: @escaping (HTTPRequest, HTTPResponder) -> Void) { self.body = body }
+    let refusal: (HTTPRequest) -> HTTPResponse?
+    init(
+        refusal: @escaping (HTTPRequest) -> HTTPResponse? = { _ in nil },
+        _ body: @escaping (HTTPRequest, HTTPResponder) -> Void
+    ) {
+        self.refusal = refusal
+        self.body = body
+    }
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) { body(request, responder) }
+    func refusalBeforeBody(_ head: HTTPRequest) -> HTTPResponse? { refusal(head) }
 }
 
 /// An event loop on a dedicated thread serving one HTTPServer on 127.0.0.1:0.
