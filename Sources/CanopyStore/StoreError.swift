@@ -26,6 +26,8 @@ public struct StoreError: CanopyError, Equatable {
         case closed
         /// A stored row could not be decoded (the file was altered outside Canopy).
         case corrupt
+        /// A backup file that is truncated, altered, of another format version or not a Canopy store.
+        case invalidBackup
     }
 
     /// What went wrong.
@@ -64,6 +66,7 @@ public struct StoreError: CanopyError, Equatable {
         case .fileSystem: "storage_error"
         case .closed: "storage_closed"
         case .corrupt: "storage_corrupt"
+        case .invalidBackup: "invalid_backup"
         }
     }
 
