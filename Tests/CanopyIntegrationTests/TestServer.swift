@@ -102,10 +102,18 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
     private(set) var port = 0
     private let output = Pipe()
 
-    /// - Parameter logFile: where the daemon's log (its standard error, warnings and above) goes; discarded if nil.
-    init(dataDirectory: String, extraArguments: [String] = [], logFile: String? = nil) throws {
+    /// - Parameters:
+    ///   - logFile: where the daemon's log (its standard error, warnings and above) goes; discarded if nil.
+    ///   - environment: variables added to the daemon's environment (test hooks such as `CANOPY_TEST_PAUSE`).
+    init(
+        dataDirectory: String, extraArguments: [String] = [], logFile: String? = nil,
+        environment: [String: String] = [:]
+    ) throws {
         self.dataDirectory = dataDirectory
         process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments =
             ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"] + extraArguments
         process.standardOutput = output
