@@ -2,18 +2,25 @@
 # Tests/run.sh -- runs every test: Swift unit and integration tests, a separate package using the CanopyClient
 # product as an app would, then the Python interop suite (the real firebase-admin and pyrebase4 packages),
 # the last two against the real `canopy serve`.
-# Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev, and a local venv for Python.
+# Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev; prometheus (promtool and a real
+# Prometheus server, for the metrics tests) and systemd (systemd-analyze, for the unit of `canopy service`); and a
+# local venv for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libsqlite3-dev libssl-dev; do
+for pkg in libsqlite3-dev libssl-dev prometheus systemd; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "run.sh: installing ${missing[*]}"
-    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+    # Without recommends: prometheus would pull in node-exporter. The tests start their own Prometheus on a
+    # loopback port, so a packaged service that may start with the install is not used.
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+for tool in promtool prometheus systemd-analyze; do
+    command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing after the install"; exit 1; }
+done
 
 echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true

@@ -18,8 +18,14 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     public let credentials: Credentials
     let loop: EventLoop
     private var server: HTTPServer?
+    /// `--metrics-port`'s server (loopback, metrics and health only); it stays open until the drain ends.
+    private var metricsServer: HTTPServer?
     private var context: ServerContext?
     private var isShuttingDown = false
+    /// Fires at `drainTimeoutMilliseconds` after a drain began: whatever is still open is closed.
+    private var drainDeadline: TimerHandle?
+    private var drainStarted: UInt64 = 0
+    private var isFinishingDrain = false
     /// Held from `init` until the stopped daemon has closed its databases (then another may use the directory).
     private var directoryLock: DataDirectory.Lock?
     private let logger = Logger(label: "canopy.server")
@@ -39,13 +45,29 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         limits.maxBodyBytes = configuration.maxBodyBytes
         limits.maxConnections = configuration.maxConnections
         limits.outputHardLimitBytes = configuration.maxOutputBacklogBytes
+        limits.shutdownTimeoutMs = configuration.drainTimeoutMilliseconds
         let server = try HTTPServer(
             loop: loop, host: configuration.host, port: configuration.port, limits: limits,
             handler: RESTHandler(context: context))
+        if let metricsPort = configuration.metricsPort {
+            var metricsLimits = HTTPServerLimits()
+            metricsLimits.maxConnections = 64
+            metricsLimits.maxBodyBytes = 64 * 1024
+            let metricsServer = try HTTPServer(
+                loop: loop, host: "127.0.0.1", port: metricsPort, limits: metricsLimits,
+                handler: OperationsHandler(context: context))
+            try metricsServer.start()
+            self.metricsServer = metricsServer
+            logger.info("server.metrics_listening", ["url": "http://127.0.0.1:\(metricsServer.port)/.canopy/metrics"])
+        }
         try server.start()
         self.server = server
+        context.server = server
         logger.info("server.listening", ["url": "http://\(configuration.host):\(server.port)"])
     }
+
+    /// The bound metrics port (`--metrics-port`), or nil without one.
+    public var metricsPort: Int? { metricsServer?.port }
 
     /// The namespaces and the realtime hub, without a listening socket.
     private func openDatabases() throws -> ServerContext {
@@ -176,20 +198,57 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         loop.execute { [weak self] in self?.shutdown() }
     }
 
+    /// Drains (SIGTERM, SIGINT, `stop()`): stop accepting, answer `/.canopy/ready` with 503, let in-flight requests
+    /// and writes finish, tell WebSocket clients to reconnect once their writes are durable, end streams, close
+    /// the databases; whatever is still open at `drainTimeoutMilliseconds` is closed then.
+    /// The order is Architecture.md#Operations-and-draining.
     private func shutdown() {
         guard let server, !isShuttingDown else {
             if self.server == nil { loop.stop() }
             return
         }
         isShuttingDown = true
-        // Held long polls are in-flight requests: answered (with the close command) now, not at the drain deadline.
-        context?.realtime?.shuttingDown()
+        drainStarted = loop.clock.nowNanoseconds()
+        context?.isDraining = true
+        server.stopAccepting()
+        logger.info("server.draining", ["timeout_ms": "\(configuration.drainTimeoutMilliseconds)"])
+        drainDeadline = loop.schedule(afterMilliseconds: configuration.drainTimeoutMilliseconds) { [weak self] in
+            self?.finishDrain(force: true)
+        }
+        // Held long polls are in-flight requests: answered (with the close command) now, not at the deadline.
+        guard let realtime = context?.realtime else { return finishDrain(force: false) }
+        realtime.shuttingDown { [weak self] in self?.finishDrain(force: false) }
+    }
+
+    /// Closes the HTTP connections (gracefully: in-flight answers complete, within what is left of the deadline),
+    /// then the databases, and stops the loop.
+    private func finishDrain(force: Bool) {
+        guard let server, !isFinishingDrain else {
+            // The deadline passed while the graceful close was under way: close everything now.
+            if force, isFinishingDrain { server?.forceCloseAll() }
+            return
+        }
+        isFinishingDrain = true
+        if !force { drainDeadline?.cancel() }
+        drainDeadline = nil
+        if !force {
+            let elapsedMs = Int64((loop.clock.nowNanoseconds() &- drainStarted) / 1_000_000)
+            let left = max(0, configuration.drainTimeoutMilliseconds - elapsedMs)
+            // The rest of the deadline bounds the graceful close.
+            drainDeadline = loop.schedule(afterMilliseconds: left) { [weak self] in self?.server?.forceCloseAll() }
+        }
         // The closure keeps the server alive until its connections drained.
-        server.shutdown(graceful: true) { [self, server] in
+        server.shutdown(graceful: !force) { [self, server] in
             _ = server
+            self.drainDeadline?.cancel()
+            self.drainDeadline = nil
             self.server = nil
             self.context?.registry.closeAll()
             self.directoryLock = nil
+            if let metricsServer = self.metricsServer {
+                metricsServer.shutdown(graceful: false) { _ = metricsServer }
+                self.metricsServer = nil
+            }
             self.logger.info("server.stopped")
             self.loop.stop()
         }

@@ -66,6 +66,8 @@ public final class Namespace {
     /// Runs work on the compute thread (set by the registry): admin actions are built there (`performOffLoop`).
     /// nil builds them on the loop.
     var offLoop: ((@escaping @Sendable () -> Void) -> Void)?
+    /// Where its writes, publishes and rule denials are counted (the registry's); nil counts nothing.
+    var metrics: ServerMetrics?
     /// When the namespace was last used by a request (for closing idle namespaces, least recently used first).
     var lastUsed: UInt64 = 0
     /// A rough size of the tree in memory, in bytes, for the registry's memory budget: measured when the tree is

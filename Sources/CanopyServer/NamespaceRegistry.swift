@@ -25,6 +25,8 @@ public final class NamespaceRegistry {
     public var onOpen: ((Namespace) -> Void)?
     /// The store threads every namespace of this daemon shares.
     let pool: StorePool
+    /// The daemon's counters (`/.canopy/metrics`); every namespace counts its writes here.
+    let metrics = ServerMetrics()
     /// The thread that computes publishes (CPU work that must not stall the loop, nor take a store thread).
     let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: 10)
     /// Namespaces whose tree is being loaded, with the requests waiting for it.
@@ -182,6 +184,8 @@ public final class NamespaceRegistry {
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.beforeSync = configuration.beforeWALSync
         options.maximumPageCount = configuration.maximumPagesPerNamespace
+        options.commitLatency = metrics.commitLatency
+        options.syncLatency = metrics.syncLatency
         return options
     }
 
@@ -204,6 +208,7 @@ public final class NamespaceRegistry {
         let namespace = Namespace(
             name: name, store: store, root: root, openStore: create, loop: loop, policy: defaultRules.policy)
         namespace.estimatedBytes = bytes
+        namespace.metrics = metrics
         let computePool = self.computePool
         namespace.offLoop = { work in computePool.run(work) }
         namespace.rulesSource = defaultRules.source

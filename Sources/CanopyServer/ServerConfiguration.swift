@@ -37,6 +37,11 @@ public struct ServerConfiguration: Sendable {
     public var maxNamespaceMemoryBytes = 1024 * 1024 * 1024
     /// A namespace unused (no session, listen or pending write) for this long is closed (`--namespace-idle`).
     public var namespaceIdleMilliseconds: Int64 = 60_000
+    /// How long a drain (SIGTERM) may take before what is still open is closed (`--drain-timeout`).
+    public var drainTimeoutMilliseconds: Int64 = 10_000
+    /// A second port, on 127.0.0.1, serving `/.canopy/metrics` (and health, readiness) without credentials
+    /// (`--metrics-port`; 0 picks a free one); nil serves metrics on the main port to the admin only.
+    public var metricsPort: Int? = nil
     /// How long a request waits for its namespace's tree to load before it is answered with 503.
     public var namespaceLoadTimeoutMilliseconds = 30_000
     /// Most requests waiting for one namespace to load; more are answered with 503 at once.

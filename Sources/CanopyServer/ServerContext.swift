@@ -13,8 +13,9 @@ protocol RealtimeService: AnyObject {
     func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws
     /// The namespace's rules were replaced: re-check every listener.
     func rulesChanged(in namespace: Namespace)
-    /// The daemon is stopping: end what would otherwise hold the drain open (long polls the server is holding).
-    func shuttingDown()
+    /// The daemon is draining: end what would otherwise hold the drain open (long polls the server is holding),
+    /// tell WebSocket clients to reconnect once their writes are durable, then call `done`.
+    func shuttingDown(then done: @escaping () -> Void)
 }
 
 /// Shared state of the request handlers. Loop-confined.
@@ -24,6 +25,14 @@ final class ServerContext {
     let registry: NamespaceRegistry
     let pushIDs = PushIDSource()
     var realtime: (any RealtimeService)?
+    /// The daemon's listening server (for the metrics export's connection figures); set once it is bound.
+    weak var server: HTTPServer?
+    /// Set when the daemon begins to drain (SIGTERM): `/.canopy/ready` answers 503 from then on.
+    var isDraining = false
+    /// A data-directory probe under way for `/.canopy/ready`, with the requests waiting for it.
+    var readinessWaiters: [(String?) -> Void] = []
+    var readinessProbeID: UInt64 = 0
+    var readinessTimer: TimerHandle?
     let defaultPolicy: any AccessPolicy
     let defaultRulesSource: String
 
@@ -45,8 +54,10 @@ final class ServerContext {
         _ operation: AccessOperation, at path: Path, as identity: Identity, in name: String, namespace: Namespace?,
         now: Int64
     ) -> AccessDecision {
-        (namespace?.policy ?? defaultPolicy).authorize(
+        let decision = (namespace?.policy ?? defaultPolicy).authorize(
             operation, at: path, as: identity, in: name, old: namespace?.root ?? .empty, new: nil, now: now)
+        if !decision.allowed { registry.metrics.countDenial(operation) }
+        return decision
     }
 
     /// The namespace `name`, opened (empty and without a file when it is new) on first use.

@@ -193,7 +193,9 @@ public final class NamespaceStore: Sendable {
             }
             let group = submissions[head..<end]
             head = end
+            let started = monotonicNanoseconds()
             var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
+            options.commitLatency?.observe(since: started)
             queue.revision.store(writer.revision, ordering: .releasing)
             queue.transactionCount.add(1, ordering: .relaxed)
             var committed = false
@@ -246,7 +248,8 @@ final class WriterState: @unchecked Sendable {
         writer = opened
         syncer =
             opened.syncsAfterCommit
-            ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, pool: pool) : nil
+            ? WALSyncer(databasePath: path, beforeSync: options.beforeSync, latency: options.syncLatency, pool: pool)
+            : nil
     }
 
     /// Checkpoints and closes the connection (after the syncer drained).

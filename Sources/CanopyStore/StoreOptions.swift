@@ -1,5 +1,7 @@
 // StoreOptions -- durability and size settings for a namespace store.
 
+public import CanopyCore
+
 /// Settings for opening a `NamespaceStore` (and `SQLiteBaseline`, so benchmarks compare like with like).
 public struct StoreOptions: Sendable {
     /// SQLite's `PRAGMA synchronous` in WAL mode.
@@ -23,6 +25,11 @@ public struct StoreOptions: Sendable {
     /// Most mutations applied in one transaction before the writer commits and starts another.
     /// Bounds a commit's latency and the WAL's growth under a flood of writes. Default 10 000.
     public var maximumMutationsPerTransaction: Int = 10_000
+
+    /// Where each transaction's duration (mutations and COMMIT, in seconds) is recorded, if anywhere (metrics).
+    public var commitLatency: LatencyHistogram? = nil
+    /// Where each fdatasync of the WAL is timed (`synchronous = .full` only), if anywhere (metrics).
+    public var syncLatency: LatencyHistogram? = nil
 
     /// Test hook: called on the writer thread after a group's mutations are applied and before COMMIT.
     var beforeCommit: (@Sendable () -> Void)? = nil

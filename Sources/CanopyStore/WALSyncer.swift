@@ -12,6 +12,7 @@
 // with `synchronous=NORMAL` SQLite syncs the WAL before a checkpoint and the database file after it, so frames
 // it later overwrites are already durable in the database file.
 
+import CanopyCore
 import Dispatch
 import Foundation
 
@@ -31,12 +32,18 @@ final class WALSyncer: Sendable {
     /// - Parameters:
     ///   - beforeSync: a test hook, called on the syncing thread before each sync.
     ///   - pool: the threads the syncs run on.
-    init?(databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, pool: StorePool) {
+    ///   - latency: where each sync's duration is recorded (metrics), if anywhere.
+    init?(
+        databasePath: String, beforeSync: (@Sendable () -> Void)? = nil, latency: LatencyHistogram? = nil,
+        pool: StorePool
+    ) {
         let wal = databasePath + "-wal"
         let fd = open(wal, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         descriptor = fd
-        lane = StoreLane(pool: pool) { taken in Self.sync(taken, descriptor: fd, path: wal, beforeSync: beforeSync) }
+        lane = StoreLane(pool: pool) { taken in
+            Self.sync(taken, descriptor: fd, path: wal, beforeSync: beforeSync, latency: latency)
+        }
     }
 
     deinit { close(descriptor) }
@@ -54,15 +61,20 @@ final class WALSyncer: Sendable {
         lane.close(then: then)
     }
 
-    private static func sync(_ taken: [Batch], descriptor: Int32, path: String, beforeSync: (@Sendable () -> Void)?) {
+    private static func sync(
+        _ taken: [Batch], descriptor: Int32, path: String, beforeSync: (@Sendable () -> Void)?,
+        latency: LatencyHistogram?
+    ) {
         var failure: StoreError?
         beforeSync?()
+        let started = monotonicNanoseconds()
         while fdatasync(descriptor) != 0 {
             let code = errno
             if code == EINTR { continue }
             failure = StoreError(.fileSystem, "syncing the WAL failed (errno \(code))", location: path)
             break
         }
+        latency?.observe(since: started)
         for batch in taken {
             for (completion, result) in zip(batch.completions, batch.results) {
                 if let failure, case .success = result {

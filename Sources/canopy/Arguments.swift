@@ -43,6 +43,13 @@ struct Arguments {
 
     var isEmpty: Bool { index >= words.count }
 
+    /// The names of the options among the words not read yet (`--port 1` and `--port=1` both give `--port`).
+    var remainingOptionNames: [String] {
+        words[index...].filter { $0.hasPrefix("--") }.map { word in
+            word.firstIndex(of: "=").map { String(word[..<$0]) } ?? word
+        }
+    }
+
     /// The next word if it is an option (`--name` or `--name=value`); a `=value` part is kept for `value(for:)`.
     mutating func nextOption() throws(UsageError) -> String? {
         guard index < words.count else { return nil }

@@ -6,10 +6,15 @@ import Foundation
 import Testing
 
 /// Runs the built binary; returns exit status and standard output.
-func runCanopy(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+func runCanopy(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+    status: Int32, stdout: String, stderr: String
+) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

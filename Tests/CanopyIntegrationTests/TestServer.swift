@@ -100,22 +100,28 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
     let process = Process()
     let dataDirectory: String
     private(set) var port = 0
+    /// The `--metrics-port` it reported (0 without one).
+    private(set) var metricsPort = 0
     private let output = Pipe()
 
     /// - Parameters:
     ///   - logFile: where the daemon's log (its standard error, warnings and above) goes; discarded if nil.
-    ///   - environment: variables added to the daemon's environment (test hooks such as `CANOPY_TEST_PAUSE`).
+    ///   - environment: variables added to the test's environment (`CANOPY_*` options).
+    ///   - baseArguments: the options before `extraArguments` (a test of environment variables leaves some out).
     init(
         dataDirectory: String, extraArguments: [String] = [], logFile: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        baseArguments: [String]? = nil
     ) throws {
         self.dataDirectory = dataDirectory
         process.executableURL = URL(fileURLWithPath: canopyBinaryPath())
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
         process.arguments =
-            ["serve", "--port", "0", "--data", dataDirectory, "--log-level", "warning"] + extraArguments
+            ["serve"] + (baseArguments ?? ["--port", "0", "--data", dataDirectory, "--log-level", "warning"])
+            + extraArguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
+        let wantsMetrics = extraArguments.contains("--metrics-port") || environment["CANOPY_METRICS_PORT"] != nil
         process.standardOutput = output
         if let logFile {
             _ = FileManager.default.createFile(atPath: logFile, contents: nil)
@@ -130,11 +136,18 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { break }
             collected += String(decoding: data, as: UTF8.self)
-            if let range = collected.range(of: #"serving http://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression) {
+            if port == 0,
+                let range = collected.range(of: #"serving http://127\.0\.0\.1:([0-9]+) "#, options: .regularExpression)
+            {
                 let text = collected[range]
                 port = Int(text.split(separator: ":").last!.dropLast()) ?? 0  // the space after the port: the line is whole
-                break
             }
+            if let range = collected.range(
+                of: #"metrics on http://127\.0\.0\.1:([0-9]+)/"#, options: .regularExpression)
+            {
+                metricsPort = Int(collected[range].split(separator: ":").last!.dropLast()) ?? 0
+            }
+            if port > 0 && (!wantsMetrics || metricsPort > 0) { break }
         }
         guard port > 0 else {
             process.terminate()
@@ -155,5 +168,18 @@ final class ServerProcess: @unchecked Sendable {  // safe: tests call kill9/term
     func terminate() {
         process.terminate()
         process.waitUntilExit()
+    }
+
+    /// Sends SIGTERM (the daemon drains) without waiting.
+    func sendTerminate() {
+        kill(process.processIdentifier, SIGTERM)
+    }
+
+    /// Waits up to `timeout` seconds for the process to exit; its exit status, or nil if it is still running.
+    func waitForExit(timeout: TimeInterval) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        guard !process.isRunning else { return nil }
+        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
     }
 }

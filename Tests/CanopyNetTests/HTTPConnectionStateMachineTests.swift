@@ -96,6 +96,21 @@ import Testing
         #expect(socket.state == .webSocket(closing: false))
     }
 
+    /// A drain that begins while a request is arriving (an upload in flight) reads it to its end and answers it,
+    /// as the last one; a connection between requests stops at once.
+    @Test func shutdownMidRequestFinishesThatRequestOnly() {
+        var machine = Machine(now: 0)
+        machine.shutdownBegan(midRequest: true)
+        #expect(machine.acceptsRequests)
+        #expect(!machine.closesWhenPipelineEmpty)
+        #expect(machine.bytesReceived() == .parse)
+        machine.requestParsed(keepAlive: true)
+        #expect(!machine.acceptsRequests)
+        #expect(machine.closesWhenPipelineEmpty)
+        machine.lastAnswerQueued()
+        #expect(machine.outputWritten() == .close)
+    }
+
     @Test(arguments: [
         (Machine.ParserPhase.idle, Machine.TimerKind.idle), (.head, .head), (.body, .body),
     ])

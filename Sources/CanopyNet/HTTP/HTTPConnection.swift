@@ -31,6 +31,8 @@ final class HTTPConnection {
     private var machine: HTTPConnectionStateMachine
     /// The WebSocket frames go to once the 101 is written (the machine is then in its `webSocket` phase).
     private var webSocket: WebSocketConnection?
+    /// Whether the connection was upgraded to a WebSocket (metrics).
+    var isWebSocket: Bool { webSocket != nil }
     var isDirty = false
 
     /// The interest last registered with the loop (readable, writable), so unchanged interest costs no lookup.
@@ -281,6 +283,7 @@ final class HTTPConnection {
             switch result {
             case .transferred(let count):
                 outputOffset += count
+                server?.bytesSent &+= count
                 machine.activity(at: loop.clock.nowNanoseconds())
             case .wouldBlock:
                 break
@@ -340,7 +343,7 @@ final class HTTPConnection {
     /// Graceful server shutdown: finish the answers in flight, end streams, close idle connections.
     func beginShutdown() {
         guard !isClosed else { return }
-        machine.shutdownBegan()
+        machine.shutdownBegan(midRequest: parser.phase != .idle)
         for entry in pipeline {
             if case .stream(let stream) = entry.state { stream.markClosed(notify: true) }
         }

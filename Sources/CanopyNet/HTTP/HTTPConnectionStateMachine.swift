@@ -87,6 +87,8 @@ struct HTTPConnectionStateMachine {
 
     private(set) var state = State.open
     private(set) var hasReadRequest = false
+    /// A graceful shutdown began while a request was arriving: that request is read and answered, then no other.
+    private(set) var isFinishingLastRequest = false
     /// Monotonic time of the last byte read or written.
     private(set) var lastActivity: UInt64
 
@@ -193,7 +195,9 @@ struct HTTPConnectionStateMachine {
     /// A request was parsed; one without keep-alive is the last.
     mutating func requestParsed(keepAlive: Bool) {
         hasReadRequest = true
-        if !keepAlive && state == .open { state = .draining(linger: false, peerClosed: false) }
+        if (!keepAlive || isFinishingLastRequest) && state == .open {
+            state = .draining(linger: false, peerClosed: false)
+        }
     }
 
     /// An error answer (a parse error, a request timeout) was queued: it is the last, and the connection lingers.
@@ -274,9 +278,15 @@ struct HTTPConnectionStateMachine {
         }
     }
 
-    /// Graceful shutdown: stop reading requests.
-    mutating func shutdownBegan() {
-        if state == .open { state = .draining(linger: false, peerClosed: false) }
+    /// Graceful shutdown: stop reading requests. A request partly received (`midRequest`: its head or body is
+    /// still arriving, an upload in flight) is read to its end and answered first; it is the last one.
+    mutating func shutdownBegan(midRequest: Bool = false) {
+        guard state == .open else { return }
+        if midRequest {
+            isFinishingLastRequest = true
+        } else {
+            state = .draining(linger: false, peerClosed: false)
+        }
     }
 
     /// The socket was closed.

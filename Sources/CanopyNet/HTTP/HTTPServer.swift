@@ -73,6 +73,15 @@ public final class HTTPServer {
     public var connectionCount: Int { connections.count }
     /// Streams and WebSockets closed so far because their peer stopped reading (output over the hard limit).
     public internal(set) var slowConsumersDisconnected = 0
+    /// Bytes written to client sockets so far (responses, streams, WebSocket frames), for metrics.
+    public internal(set) var bytesSent = 0
+    /// Connections accepted so far, and refused (over `maxConnections`), for metrics.
+    public private(set) var connectionsAccepted = 0
+    public private(set) var connectionsRefused = 0
+    /// Open connections that were upgraded to a WebSocket, for metrics.
+    public var webSocketCount: Int { connections.values.reduce(0) { $0 + ($1.isWebSocket ? 1 : 0) } }
+    /// Whether the server still accepts connections (false once a shutdown or drain began).
+    public var isAccepting: Bool { isRegistered }
 
     /// Starts accepting connections.
     /// - Throws: ``NetError`` if the listening socket cannot be registered.
@@ -112,6 +121,13 @@ public final class HTTPServer {
         finishShutdownIfDone()
     }
 
+    /// Closes the listening socket: no new connection is accepted, open ones go on (the first step of a drain,
+    /// before ``shutdown(graceful:then:)``).
+    public func stopAccepting() {
+        loop.assertInLoop()
+        stopListening()
+    }
+
     // MARK: Connections
 
     func markDirty(_ connection: HTTPConnection) {
@@ -148,9 +164,11 @@ public final class HTTPServer {
             }
             guard let (fd, peer) = accepted else { return }
             guard connections.count < limits.maxConnections else {
+                connectionsRefused += 1
                 refuse(fd)
                 continue
             }
+            connectionsAccepted += 1
             do {
                 try adopt(fd: fd, remoteAddress: peer)
             } catch {
@@ -201,7 +219,9 @@ public final class HTTPServer {
         listenFD = -1
     }
 
-    private func forceCloseAll() {
+    /// Closes every connection now (a drain whose deadline passed).
+    public func forceCloseAll() {
+        loop.assertInLoop()
         shutdownTimer = nil
         for connection in Array(connections.values) { connection.close() }
     }

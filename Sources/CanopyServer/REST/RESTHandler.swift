@@ -27,6 +27,11 @@ final class RESTHandler: HTTPHandler {
     init(context: ServerContext) { self.context = context }
 
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder) {
+        // Health, readiness and metrics name no namespace and wait for none.
+        if let endpoint = OperationsEndpoint(rawValue: request.path) {
+            context.handleOperations(endpoint, request, responder, open: false)
+            return
+        }
         context.whenNamespaceReady(for: request, responder) { [self] in handleLoaded(request, responder) }
     }
 

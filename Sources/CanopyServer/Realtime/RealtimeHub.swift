@@ -104,6 +104,7 @@ final class RealtimeHub: RealtimeService {
             group.sse.add(subscriber)
             let value = group.currentValue(in: namespace.shownRoot)
             http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
+            self.context.registry.metrics.sseMessagesSent &+= 1
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {
@@ -231,6 +232,7 @@ final class RealtimeHub: RealtimeService {
         if !group.sse.isEmpty {
             let bytes = group.sseBytes(updates)
             for subscriber in group.sse { subscriber.stream.send(bytes) }
+            context.registry.metrics.sseMessagesSent &+= group.sse.count
         }
         guard !group.wire.isEmpty else { return }
         let prefixes = WireMessages.dataMessagePrefixes(updates)
@@ -258,9 +260,27 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
-    /// The daemon is stopping: long-poll sessions end now (WebSockets and SSE streams close with the server).
-    func shuttingDown() {
+    /// The daemon is draining: long-poll sessions end now; each WebSocket session is told to reconnect once
+    /// everything written to its namespace so far is durable, so the acknowledgements of its writes in flight reach
+    /// it before the reset; then `done` runs. SSE streams end with the server's graceful shutdown after it.
+    func shuttingDown(then done: @escaping () -> Void) {
         longPoll.terminateAll()
+        var namespaces: [ObjectIdentifier: Namespace] = [:]
+        for session in sessions.values { namespaces[ObjectIdentifier(session.namespace)] = session.namespace }
+        var remaining = namespaces.count
+        guard remaining > 0 else { return done() }
+        for namespace in namespaces.values {
+            namespace.whenDurable { [weak self] _ in
+                if let self {
+                    for session in Array(self.sessions.values)
+                    where session.namespace === namespace && session.isWebSocket {
+                        session.drain()
+                    }
+                }
+                remaining -= 1
+                if remaining == 0 { done() }
+            }
+        }
     }
 
     /// The namespace's rules changed: cancel every subscription that may no longer read.
@@ -274,5 +294,28 @@ final class RealtimeHub: RealtimeService {
             }
         }
         for session in sessions.values where session.namespace === namespace { session.recheckListens() }
+    }
+}
+
+extension RealtimeHub {
+    /// What the realtime layer holds now, for the metrics export.
+    struct Gauges {
+        var webSocketSessions = 0
+        var longPollSessions = 0
+        var eventStreams = 0
+        var wireListens = 0
+    }
+
+    /// Counts sessions, streams and listens (at scrape time, not on the hot path).
+    var gauges: Gauges {
+        var gauges = Gauges()
+        for session in sessions.values {
+            if session.isWebSocket { gauges.webSocketSessions += 1 } else { gauges.longPollSessions += 1 }
+        }
+        for group in groupsByKey.values {
+            gauges.eventStreams += group.sse.count
+            gauges.wireListens += group.wire.count
+        }
+        return gauges
     }
 }

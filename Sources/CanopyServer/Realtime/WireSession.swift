@@ -72,11 +72,18 @@ final class WireSession {
     static let maxMessageCharacters = 17 * 1024 * 1024
     /// Joins the client's counted pieces; at most 4 UTF-8 bytes per character of the limit.
     private var assembler = WireFrameAssembler(maxMessageBytes: WireSession.maxMessageCharacters * 4)
+    /// Whether the current transport is a WebSocket (else long polling), for `canopy_messages_sent_total`.
+    private(set) var isWebSocket = false
+    /// The host the client connected to (the handshake's `h`); a drain's reset names it.
+    private var host = ""
+    /// Where sent messages are counted (the registry's).
+    private let metrics: ServerMetrics
 
     init(hub: RealtimeHub, namespace: Namespace, socket: any WireTransport) {
         self.hub = hub
         self.namespace = namespace
         self.socket = socket
+        self.metrics = hub.context.registry.metrics
     }
 
     deinit {
@@ -90,6 +97,7 @@ final class WireSession {
 
     /// Sends the handshake and starts reading.
     func start(host: String) {
+        self.host = host
         attach(socket)
         let now = hub.context.configuration.clock.nowMilliseconds()
         handshakeID = Self.sessionID()
@@ -385,6 +393,16 @@ final class WireSession {
     /// The session ends the connection itself. A WebSocket does not report a close its owner asked for, so the
     /// session cleans up here as for a lost connection: onDisconnect operations run, listens leave their groups
     /// (no more fan-out to a closed socket), and the hub forgets the session.
+    /// The daemon is draining: tells the client to reconnect with a reset (`{"t":"c","d":{"t":"r","d":<host>}}`,
+    /// the host it connected to, which a load balancer maps to another instance), then ends the session (its
+    /// onDisconnect operations run, as for any lost connection). The Firebase JS SDK handles the reset by closing
+    /// and reconnecting with its usual backoff; a shutdown (`s`) would instead stop it reconnecting at all.
+    func drain() {
+        guard !machine.isClosed else { return }
+        send(Wire.control(Wire.Control.reset, .string(host)))
+        end(code: 1001, reason: "server restarting; reconnect")
+    }
+
     private func end(code: UInt16, reason: String) {
         socket.close(code: code, reason: reason)
         socketClosed()
@@ -401,6 +419,7 @@ final class WireSession {
     }
 
     private func attach(_ transport: any WireTransport) {
+        isWebSocket = transport is WebSocketConnection
         transport.onText = { [weak self] text in self?.received(text) }
         transport.onClose = { [weak self] in self?.socketClosed() }
         // The protocol is JSON text: a binary message is refused with 1003 (unsupported data), not ignored.
@@ -491,6 +510,11 @@ final class WireSession {
     /// send.
     func send(_ messages: WireMessages) {
         guard !machine.isClosed else { return }
+        if isWebSocket {
+            metrics.wireMessagesSent &+= messages.texts.count
+        } else {
+            metrics.longPollMessagesSent &+= messages.texts.count
+        }
         socket.send(messages)
     }
 

@@ -55,6 +55,7 @@ extension Namespace {
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition? = nil,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
+        let completion = counting(operation, completion)
         if case .admin = operation, let offLoop {
             performOffLoop(operation, as: identity, now: now, condition: condition, on: offLoop, attempt: 1, completion)
             return
@@ -87,12 +88,43 @@ extension Namespace {
 
     /// Whether `identity` may run the admin action or read endpoint `action` on this namespace.
     public func authorizeAdmin(_ action: String, as identity: Identity, now: Int64) -> AccessDecision {
-        policy.authorize(.admin(action), at: .root, as: identity, in: name, old: root, new: nil, now: now)
+        counted(
+            policy.authorize(.admin(action), at: .root, as: identity, in: name, old: root, new: nil, now: now),
+            operation: .admin(action))
     }
 
     /// Whether `identity` may read `path` (through `query`) now.
     public func authorizeRead(_ path: Path, query: QuerySpec?, as identity: Identity, now: Int64) -> AccessDecision {
-        policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now)
+        counted(
+            policy.authorize(.read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now),
+            operation: .read(query: query))
+    }
+
+    /// Counts a refusal of the policy (`canopy_rule_denials_total`, by the kind of operation) and returns it.
+    func counted(_ decision: AccessDecision, operation: AccessOperation) -> AccessDecision {
+        if !decision.allowed { metrics?.countDenial(operation) }
+        return decision
+    }
+
+    /// Wraps `completion` so the outcome is counted (`canopy_writes_total`, and for the publish engine's
+    /// actions `canopy_publishes_total` and their duration).
+    private func counting(
+        _ operation: WriteOperation, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) -> (Result<WriteReceipt, WriteError>) -> Void {
+        guard let metrics else { return completion }
+        let started = monotonicNanoseconds()
+        let isAdmin: Bool
+        if case .admin = operation { isAdmin = true } else { isAdmin = false }
+        return { result in
+            let outcome: String
+            switch result {
+            case .success: outcome = "ok"
+            case .failure(let error): outcome = error.code
+            }
+            metrics.countWrite(outcome)
+            if isAdmin { metrics.countPublish(outcome, since: started) }
+            completion(result)
+        }
     }
 
     /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
@@ -186,7 +218,9 @@ extension Namespace {
         }
         let decision =
             adminDecision
-            ?? policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now)
+            ?? counted(
+                policy.authorize(built.access, at: built.path, as: identity, in: name, old: old, new: built.newRoot, now: now),
+                operation: built.access)
         guard decision.allowed else { return .failure(.permissionDenied(reason: decision.reason)) }
         return .success(AuthorizedWrite(built, decision: decision))
     }
