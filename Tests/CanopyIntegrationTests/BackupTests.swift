@@ -158,6 +158,7 @@ private func names(in directory: String) -> [String] {
     @Test(.timeLimit(.minutes(2))) func aRestoreServesExactlyTheBackupAndListenersGetIt() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var server = try ServerProcess(dataDirectory: data)
+        defer { if server.process.isRunning { server.terminate() } }  // whichever daemon runs when the test ends
         try put(server, "ev", "", #"{"a":{"x":1},"b":"keep"}"#)
         #expect(try runCanopy(["backup", "--ns", "ev", "--out", out] + remote(server)).status == 0)
         let (manifest, file) = try onlyBackup()
@@ -182,7 +183,6 @@ private func names(in directory: String) -> [String] {
         try put(server, "ev", "/d", "1")
         server.terminate()
         server = try ServerProcess(dataDirectory: data)
-        defer { server.terminate() }
         #expect(try read(server, "ev") == ["a": ["x": 1], "b": "keep", "d": 1])
         _ = file
     }
@@ -272,6 +272,7 @@ private func names(in directory: String) -> [String] {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var server = try ServerProcess(
             dataDirectory: data, environment: ["CANOPY_TEST_PAUSE": "restore-before-rename:5000"])
+        defer { if server.process.isRunning { server.terminate() } }  // whichever daemon runs when the test ends
         try put(server, "ev", "", #"{"v":"old"}"#)
         #expect(try runCanopy(["backup", "--ns", "ev", "--out", out] + remote(server)).status == 0)
         let (_, file) = try onlyBackup()
@@ -293,7 +294,6 @@ private func names(in directory: String) -> [String] {
         let offline = try runCanopy(["restore", "--from", file, "--offline", "--data", data])
         #expect(offline.status == 0, "\(offline.stderr)")
         server = try ServerProcess(dataDirectory: data)
-        defer { server.terminate() }
         #expect(try read(server, "ev") == ["v": "old"])
         let refused = try runCanopy(["restore", "--from", file, "--offline", "--data", data])
         #expect(refused.stderr.contains("in use by a running daemon"))
@@ -302,6 +302,7 @@ private func names(in directory: String) -> [String] {
     @Test(.timeLimit(.minutes(2))) func kill9DuringABackupLeavesTheStoreWholeAndNoBackup() throws {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var server = try ServerProcess(dataDirectory: data, environment: ["CANOPY_TEST_PAUSE": "backup-after-copy:5000"])
+        defer { if server.process.isRunning { server.terminate() } }  // whichever daemon runs when the test ends
         try put(server, "ev", "", #"{"v":"live"}"#)
         let backup = try launchCanopy(["backup", "--ns", "ev", "--out", out] + remote(server))
         #expect(waitForFile(prefixed: ".backup-", in: data))
@@ -312,7 +313,6 @@ private func names(in directory: String) -> [String] {
         #expect(!names(in: out).contains { $0.hasSuffix(".canopy") || $0.hasSuffix(".json") }, "\(names(in: out))")
 
         server = try ServerProcess(dataDirectory: data)
-        defer { server.terminate() }
         #expect(try read(server, "ev") == ["v": "live"])
         #expect(try runCanopy(["backup", "--ns", "ev", "--out", out] + remote(server)).status == 0)
         #expect(try onlyBackup().0.namespace == "ev")
