@@ -80,7 +80,7 @@ let package = Package(
             "CanopyIntegrationTests",
             [
                 "CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient",
-                "CanopyTestSupport",
+                "CanopyStore", "CanopyTestSupport",
             ]
         ),
     ]

@@ -39,7 +39,7 @@ public final class Namespace {
 
     /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
     /// reads, listens and refused writes of a namespace that holds nothing create no file and no threads.
-    private var store: NamespaceStore?
+    var store: NamespaceStore?
     /// Creates the file of a new namespace on a store thread and calls back there with the open store.
     private let openStore: (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void
     let loop: EventLoop
@@ -54,12 +54,12 @@ public final class Namespace {
     private var inFlight: [InFlightBatch] = []
     private var needsReload = false
     /// The store is being created or the tree reloaded: the open batch is held (it goes on filling) until then.
-    private var isHoldingBatches = false
+    var isHoldingBatches = false
     /// Waiters of the batch whose completion started a reload, with its outcome: they run once the tree is back
     /// (a listen among them must start from the reloaded tree).
     private var reloadWaiters: (waiters: [(Bool) -> Void], ok: Bool) = ([], false)
     /// The creation of the file of a new namespace, under way on a store thread.
-    private var pendingCreation: PendingStoreCreation?
+    var pendingCreation: PendingStoreCreation?
     /// Counts changes of `root` (each commit, each reload): a computation done off the loop against one version
     /// of the tree may be committed only if the version is still the same (see `AdminAPI`'s publish).
     public private(set) var version: UInt64 = 0
@@ -303,7 +303,7 @@ public final class Namespace {
         }
     }
 
-    private func reloaded(_ loaded: Result<(root: Node, bytes: Int), any Error>) {
+    func reloaded(_ loaded: Result<(root: Node, bytes: Int), any Error>) {
         isHoldingBatches = false
         switch loaded {
         case .success(let (tree, bytes)):
@@ -482,7 +482,7 @@ public final class Namespace {
 
 /// The result of creating a store on a store thread, which the loop either gets back through `execute`, or
 /// waits for (at shutdown, when the loop runs no more work).
-private final class PendingStoreCreation: Sendable {
+final class PendingStoreCreation: Sendable {
     private let result = Mutex<Result<NamespaceStore, StoreError>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 

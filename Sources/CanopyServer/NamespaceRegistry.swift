@@ -34,6 +34,8 @@ public final class NamespaceRegistry {
     /// Namespaces whose file is being closed; a request for one waits (in `loading`) until it is closed.
     var closing: [String: NamespaceStore] = [:]
     var nextWaiterID: UInt64 = 0
+    /// Namespaces with a backup or restore under way (one at a time per namespace: see Admin/BackupAPI).
+    var archiving: Set<String> = []
     /// The idle sweep's timer (armed while namespaces with files are open).
     var idleTimer: TimerHandle?
 

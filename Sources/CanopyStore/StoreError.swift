@@ -29,6 +29,8 @@ public struct StoreError: CanopyError, Equatable {
         /// Committed submissions are missing from the file (its WAL was lost or damaged), or the record of the
         /// last committed one is damaged: see `missing` and `CommitSequenceFile`.
         case dataLoss
+        /// A backup file that is truncated, altered, of another format version or not a Canopy store.
+        case invalidBackup
     }
 
     /// What went wrong.
@@ -74,6 +76,7 @@ public struct StoreError: CanopyError, Equatable {
         case .closed: "storage_closed"
         case .corrupt: "storage_corrupt"
         case .dataLoss: "data_loss"
+        case .invalidBackup: "invalid_backup"
         }
     }
 

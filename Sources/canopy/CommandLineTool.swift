@@ -8,7 +8,8 @@ enum CommandLineTool {
         [
             Serve.self, PublishCommand.self, UnpublishCommand.self, RevertCommand.self, RollbackCommand.self,
             StatusCommand.self, PreviewCommand.self, ImportCommand.self, ExportCommand.self, TokenCommand.self,
-            RulesCommand.self, BenchCommand.self, WatchCommand.self, ServiceCommand.self,
+            RulesCommand.self, BenchCommand.self, WatchCommand.self, ServiceCommand.self, BackupCommand.self,
+            RestoreCommand.self,
         ]
     }
 

@@ -8,6 +8,7 @@
 //   GET  /.canopy/status?ns=E                  pending vs published, item by item
 //   POST /.canopy/dry-run?ns=E                 what a publish would change; body: optional attendee directory
 //   POST /.canopy/preview?ns=E&attendee=ID[&pending=true]   the attendee's merged feed; body: the directory
+//   GET  /.canopy/backup?ns=E, POST /.canopy/restore?ns=E, GET /.canopy/namespaces   see BackupAPI
 //
 // Admin means the admin credential or a token whose `admin` claim is true; the namespace's policy decides it
 // (`AccessOperation.admin`). Writes go through `Namespace.perform`: computed by CanopyPublish from the namespace's
@@ -26,6 +27,9 @@ extension RESTHandler {
         let name = try namespaceName(request, params: params)
         let identity = try identify(request, params: params, namespace: name)
         let action = String(request.path.dropFirst("/.canopy/".count))
+        if try handleArchive(request, method: method, action: action, name: name, identity: identity, responder) {
+            return
+        }
         let now = context.configuration.clock.nowMilliseconds()
         // The read endpoints and unknown ones are refused to non-administrators before anything else: the policy
         // decides, as for every other request (an unknown event must not be told apart from a forbidden one).
