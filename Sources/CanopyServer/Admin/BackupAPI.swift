@@ -108,7 +108,7 @@ extension RESTHandler {
         let registry = context.registry
         let loop = registry.loop
         let bound = LoopBound(registry, loop: loop)
-        let options = registry.storeOptions()
+        let options = registry.storeOptions(for: name)
         let pool = registry.pool
         registry.archiving.insert(name)
         let held = LoopHeld(responder, loop: loop)
