@@ -26,12 +26,20 @@ extension RESTHandler {
     }
 
     /// Throws what the request would certainly be answered, whatever its body; returns when the body must be read.
+    private static let endpointsDecidingThemselves: Set<String> = [
+        "/.canopy/health", "/.canopy/ready", "/.canopy/metrics", "/.canopy/backup", "/.canopy/restore",
+        "/.canopy/namespaces",
+    ]
+
     private func refuseFromHead(_ head: HTTPRequest) throws {
         if head.method == "OPTIONS" { return }
         if let realtime = context.realtime, realtime.handles(head) { return }
         let method = try effectiveMethod(head)
         var params: [String: String] = [:]
         for item in head.query { params[item.name] = item.value }
+        // Operations endpoints answer for themselves: health and readiness without credentials (405 for other
+        // methods), metrics, backups and restores with their own checks.
+        if Self.endpointsDecidingThemselves.contains(head.path) { return }
         if head.path.hasPrefix("/.canopy/") || head.path == "/.settings/rules.json" {
             let name = try namespaceName(head, params: params)
             let identity = try identify(head, params: params, namespace: name)
@@ -67,6 +75,7 @@ extension RESTHandler {
         guard !policy.couldAllowWrite(at: request.path, reach: reach, as: request.identity) else { return }
         Logger(label: "canopy.rules").debug(
             "rules.denied_before_body", ["ns": request.namespaceName, "path": request.path.description])
+        context.registry.metrics.countDenial(.write)
         throw WriteError.permissionDenied(reason: "no rule could allow this write")
     }
 }
