@@ -50,6 +50,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 private func summary(_ event: HTTPParserEvent) -> String {
     switch event {
     case .continueExpected: return "100-continue"
+    case .head(let r, let bodyLength, let expectsContinue):
+        return "head \(r.method) \(r.target) \(bodyLength.map(String.init) ?? "-") \(expectsContinue)"
     case .request(let r):
         let headers = r.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
         let query = r.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
