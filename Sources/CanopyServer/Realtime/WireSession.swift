@@ -332,6 +332,20 @@ final class WireSession {
         return nil
     }
 
+    /// Why a new onDisconnect operation is refused (its reply's text), or nil when this connection and the server
+    /// have room.
+    private func onDisconnectLimitRefusal() -> String? {
+        let limit = hub.context.configuration.maxOnDisconnectPerConnection
+        if onDisconnect.count >= limit {
+            return "Too many onDisconnect operations on this connection (at most \(limit)); cancel some first."
+        }
+        let total = hub.context.configuration.maxOnDisconnectOperations
+        if hub.onDisconnectCount >= total {
+            return "Too many onDisconnect operations on this server (at most \(total)); try again later."
+        }
+        return nil
+    }
+
     private func releaseListenReservation() {
         listenReservations -= 1
         hub.listenCount -= 1
@@ -408,18 +422,8 @@ final class WireSession {
     /// and while this connection and the server have room for it.
     private func queueDisconnect(_ r: Int64?, _ body: JSONValue, kind: DisconnectOperation.Kind) {
         guard let path = parsePath(body[Wire.Key.path], r, allowPriority: kind == .put) else { return }
-        let limit = hub.context.configuration.maxOnDisconnectPerConnection
-        guard onDisconnect.count < limit else {
-            reply(
-                r, Wire.Status.unavailable,
-                "Too many onDisconnect operations on this connection (at most \(limit)); cancel some first.")
-            return
-        }
-        let total = hub.context.configuration.maxOnDisconnectOperations
-        guard hub.onDisconnectCount < total else {
-            reply(
-                r, Wire.Status.unavailable,
-                "Too many onDisconnect operations on this server (at most \(total)); try again later.")
+        if let refusal = onDisconnectLimitRefusal() {
+            reply(r, Wire.Status.unavailable, refusal)
             return
         }
         let op = DisconnectOperation(kind: kind, path: path, data: body[Wire.Key.data] ?? .null, identity: identity)
