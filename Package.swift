@@ -43,9 +43,14 @@ let package = Package(
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
         library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
-        library(
-            "CanopyServer",
-            ["CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux"]
+        .target(
+            name: "CanopyServer",
+            dependencies: [
+                "CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux",
+            ],
+            // The console's files are compiled in from ConsoleAssets+Files.swift (Console/embed-assets.py).
+            exclude: ["Console/Assets", "Console/embed-assets.py"],
+            swiftSettings: settings
         ),
         .target(
             name: "CanopyClient",

@@ -39,7 +39,7 @@ extension RESTHandler {
         for item in head.query { params[item.name] = item.value }
         // Operations endpoints answer for themselves: health and readiness without credentials (405 for other
         // methods), metrics, backups and restores with their own checks.
-        if Self.endpointsDecidingThemselves.contains(head.path) { return }
+        if Self.endpointsDecidingThemselves.contains(head.path) || ConsoleEndpoint.handles(head.path) { return }
         if head.path.hasPrefix("/.canopy/") || head.path == "/.settings/rules.json" {
             let name = try namespaceName(head, params: params)
             let identity = try identify(head, params: params, namespace: name)

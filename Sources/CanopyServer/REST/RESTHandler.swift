@@ -32,6 +32,11 @@ final class RESTHandler: HTTPHandler {
             context.handleOperations(endpoint, request, responder, open: false)
             return
         }
+        // The console's static files name no namespace and need no credential (the page asks for one).
+        if ConsoleEndpoint.handles(request.path) {
+            responder.respond(ConsoleEndpoint.response(to: request))
+            return
+        }
         context.whenNamespaceReady(for: request, responder) { [self] in handleLoaded(request, responder) }
     }
 
