@@ -3,13 +3,13 @@
 # product as an app would, then the Python interop suite (the real firebase-admin and pyrebase4 packages),
 # the last two against the real `canopy serve`.
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev; prometheus (promtool and a real
-# Prometheus server, for the metrics tests) and systemd (systemd-analyze, for the unit of `canopy service`); and a
-# local venv for Python.
+# Prometheus server, for the metrics tests), systemd (systemd-analyze, for the unit of `canopy service`) and
+# chromium + chromium-driver (headless Chromium for the console's browser tests); and local venvs for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libsqlite3-dev libssl-dev prometheus systemd; do
+for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -18,9 +18,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     # loopback port, so a packaged service that may start with the install is not used.
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-for tool in promtool prometheus systemd-analyze; do
+for tool in promtool prometheus systemd-analyze chromium chromedriver; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
+
+echo "== console assets (Sources/CanopyServer/Console: the embedded copy matches Console/Assets)"
+python3 Sources/CanopyServer/Console/embed-assets.py --check
 
 echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
@@ -102,3 +105,8 @@ interop_venv .build/interop-rest-api-venv Tests/interop/requirements-rest-api.tx
 export CANOPY_BIN="$PWD/.build/debug/canopy"
 .build/interop-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop --ignore=Tests/interop/rest_api
 .build/interop-rest-api-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop/rest_api
+
+echo "== browser (Tests/browser: the organiser's console in headless Chromium against canopy serve --demo)"
+# Screenshots of every step land in .build/browser-screenshots/.
+interop_venv .build/browser-venv Tests/browser/requirements.txt
+.build/browser-venv/bin/python -m pytest -q -p no:cacheprovider Tests/browser

@@ -4,7 +4,7 @@
 // there); embed-assets.py copies them into ConsoleAssets+Files.swift as string literals, so the installed binary
 // serves them with nothing next to it, no CDN and no third-party code. The page talks to the daemon only through
 // the public APIs (REST, SSE, `/.canopy/*`): everything it does is also scriptable.
-// Architecture.md#The-organisers-console has the design.
+// Architecture.md#The-organiser-console has the design.
 
 import CanopyCore
 

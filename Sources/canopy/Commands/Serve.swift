@@ -242,6 +242,13 @@ struct Serve: Command {
             let rules = try readFile(PackageFiles.path("rules/personalized-content.rules.json"))
             daemon.seedIfEmpty(namespace: "canopy-demo-summit", document: document, rulesSource: rules)
         }
+        // With --demo, the way into the organiser console: its address and the credential to paste (a demo's
+        // credential is for the person at this terminal; a production daemon never prints it).
+        let console = "\(daemon.scheme)://\(configuration.host):\(daemon.port)/.canopy/console/"
+        var demoCredential: String?
+        if demo, let text = try? readFile(daemon.credentials.adminCredentialPath) {
+            demoCredential = String(text.filter { !$0.isWhitespace })
+        }
         print(
             """
             canopy: serving \(daemon.scheme)://\(configuration.host):\(daemon.port) (data: \(configuration.dataDirectory))
@@ -249,7 +256,9 @@ struct Serve: Command {
             use it as 'Authorization: Bearer <credential>'
             """ + (daemon.metricsPort.map { "\ncanopy: metrics on http://127.0.0.1:\($0)/.canopy/metrics" } ?? "")
                 + (demo ? "\ncanopy: demo event in namespace canopy-demo-summit (try: canopy status --ns canopy-demo-summit)" : "")
-                + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : ""))
+                + (configuration.emulator ? "\ncanopy: emulator mode: 'Authorization: Bearer owner' is admin" : "")
+                + "\ncanopy: organiser console: \(console)"
+                + (demoCredential.map { "\ncanopy: sign in with the admin credential: \($0)" } ?? ""))
         fflush(nil)
         daemon.run()
     }
