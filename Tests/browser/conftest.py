@@ -50,16 +50,6 @@ class Daemon:
         with open(os.path.join(self.data, "admin.credential")) as f:
             self.admin = f.read().strip()
         self.wait_for_demo()
-        self.store_directory()
-
-    def store_directory(self):
-        """Stores seed/attendees.json with the event, as the Attendees tab does."""
-        with open(DIRECTORY, "rb") as f:
-            body = f.read()
-        status, _, raw = self.request("PUT", f"/.canopy/directory?ns={NS}", body, {"Content-Type": "application/json"})
-        if status == 404:  # TEMPORARY until console-api's endpoint is merged
-            status, _, raw = self.request("PUT", f"/private/admin/directory.json?ns={NS}", body)
-        assert status == 200, raw
 
     def request(self, method, path, body=None, headers=None, token=None):
         req = urllib.request.Request(self.url + path, method=method, data=body)
@@ -211,8 +201,6 @@ class Browser:
         """The browser console's errors, except network failures whose text matches one of `allowed`."""
         self.log += self.driver.get_log("browser")
         errors = []
-        if os.environ.get("TEMP_NO_DIRECTORY_API"):  # TEMPORARY
-            allowed = tuple(allowed) + (r"(whoami|history)\?ns=.* 404",)
         for entry in self.log:
             if entry["level"] != "SEVERE":
                 continue
@@ -226,8 +214,13 @@ class Browser:
 
 
 @pytest.fixture()
-def browser_factory(daemon):
-    opened = []
+def browser_factory_opened():
+    return []
+
+
+@pytest.fixture()
+def browser_factory(daemon, browser_factory_opened):
+    opened = browser_factory_opened
 
     def make(name, **kw):
         b = Browser(daemon, name, **kw)
@@ -237,3 +230,16 @@ def browser_factory(daemon):
     yield make
     for b in opened:
         b.quit()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test leaves a screenshot of every browser it opened (`FAILED-<test>-<browser>.png`)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        for b in item.funcargs.get("browser_factory_opened", []) or []:
+            try:
+                b.screenshot(f"FAILED-{item.name}-{b.name}")
+            except Exception:
+                pass

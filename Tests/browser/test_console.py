@@ -61,8 +61,6 @@ class SSE:
 
 
 def upload_directory(b):
-    if os.environ.get("TEMP_NO_DIRECTORY_API"):  # TEMPORARY
-        return
     b.tab("directory")
     b.find("#directory-file").send_keys(DIRECTORY)
     b.click("#directory-form button[type=submit]")
@@ -123,7 +121,7 @@ def test_attendee_token_gets_nothing(daemon, browser_factory):
     b.type("#credential", daemon.mint_attendee(OTHER_ATTENDEE))
     b.click("#signin-form button[type=submit]")
     b.until(lambda: b.text_of("#signin-error") != "", "no error for an attendee token")
-    assert "attendee" in b.text_of("#signin-error").lower() or "not" in b.text_of("#signin-error").lower()
+    assert "may not administer any event" in b.text_of("#signin-error")
     assert not b.driver.find_element(By.ID, "console").is_displayed()
     b.screenshot("01-attendee-refused")
     assert b.console_errors(allowed=[r"namespaces.* 40[13]"]) == []
@@ -240,7 +238,8 @@ def test_rollback_to_an_earlier_publish(daemon, browser_factory):
     a.click("#dialog-ok")
     a.until(lambda: daemon.json("GET", f"/private/admin/content/{key}.json?ns={NS}")[1] is None, "not rolled back")
     a.tab("content")
-    a.until(lambda: "draft" in a.card_text("Temporary notice"), "the card should be a draft again")
+    # A rollback republishes the snapshot and makes it the drafts as well: the card is gone.
+    a.until(lambda: a.card("Temporary notice") is None, "the card should be gone with the rollback")
     a.screenshot("10-after-rollback")
     assert a.console_errors() == []
 
@@ -264,13 +263,17 @@ def test_xss_title_renders_as_text(daemon, browser_factory):
 
 def test_keyboard_reorder_search_and_phone_width(daemon, browser_factory):
     a = browser_factory("phone", width=390, height=844).sign_in()
-    first = a.driver.find_elements(By.CSS_SELECTOR, "#cards li.card")[0]
-    key = first.get_attribute("data-key")
-    first.send_keys(Keys.ALT, Keys.ARROW_DOWN)
-    a.until(lambda: a.driver.find_elements(By.CSS_SELECTOR, "#cards li.card")[1].get_attribute("data-key") == key,
-            "Alt+Down did not move the card")
+    keys = "return [...document.querySelectorAll('#cards li.card')].map(c => c.dataset.key)"
+    key = a.driver.execute_script(keys)[0]
+    a.driver.execute_script("document.querySelector('#cards li.card').focus()")
+    a.driver.switch_to.active_element.send_keys(Keys.ALT, Keys.ARROW_DOWN)
+    a.until(lambda: a.driver.execute_script(keys)[1] == key, "Alt+Down did not move the card")
     status, order = daemon.json("GET", f"/private/admin/pendingContent/{key}/order.json?ns={NS}")
     assert order == 1
+    # The moved card keeps the focus, so it can be moved again from the keyboard.
+    a.until(lambda: a.driver.execute_script("return document.activeElement.dataset.key") == key)
+    a.driver.switch_to.active_element.send_keys(Keys.ALT, Keys.ARROW_UP)
+    a.until(lambda: a.driver.execute_script(keys)[0] == key, "Alt+Up did not move the card back")
     a.screenshot("12-phone-width")
     a.type("#search", "keynote")
     a.until(lambda: len(a.driver.find_elements(By.CSS_SELECTOR, "#cards li.card")) == 1)

@@ -270,6 +270,7 @@ async function openEvent(name) {
   try {
     const who = await api.get("/.canopy/whoami", { accept: [404] });
     if (who.status === 200 && who.data && who.data.admin === false) throw new Error("This credential is not an administrator of '" + name + "'.");
+    ctx.who = who.status === 200 ? who.data : null;
     await api.get("/.canopy/status");
   } catch (error) {
     api.ns = null;
@@ -343,7 +344,12 @@ function selectTab(name, focus = true) {
   if (name === "preview") renderPreview(ctx);
   if (name === "directory") renderDirectory(ctx);
   if (name === "data") { if (!$("data-tree").firstChild) openData(ctx, $("data-path").value); }
-  if (name === "rules") loadRules(ctx);
+  if (name === "rules") {
+    const allowed = !ctx.who || ctx.who.rules !== false;
+    $("rules-save").disabled = !allowed;
+    if (allowed) loadRules(ctx);
+    else $("rules-status").textContent = "Only the daemon's admin credential may read and replace the rules (an organiser token may not).";
+  }
 }
 
 function initTabs() {
@@ -1019,6 +1025,7 @@ export function dryRunView(ctx, dry) {
     box.appendChild(el("p", { class: "error", text: "Incomplete items (the daemon will refuse to publish them):" }));
     box.appendChild(el("ul", { class: "missing" }, dry.incomplete.map(i => el("li", { text: "'" + (i.title || i.key) + "' " + (i.missing || []).map(describeMissing).join(", ") }))));
   }
+  if (dry.computedByPage) box.appendChild(el("p", { class: "hint", text: "Worked out in this page from the published content and the stored directory." }));
   const locations = dry.locations || [];
   box.appendChild(el("h3", { text: locations.length ? "Locations that change (" + locations.length + ")" : "No location changes." }));
   if (locations.length) box.appendChild(el("ul", { class: "locations" }, locations.map(loc => el("li", {},
@@ -1044,6 +1051,57 @@ function changeWords(ctx, added, removed, changed) {
   return parts.flatMap((p, i) => i ? ["; ", p] : [p]);
 }
 
+// The daemon's dry-run describes publishing all of pendingContent only. For one item, an unpublish or a rollback
+// the page works out the same answer from the published content before and after, with the visibility rule of
+// the publish engine (ContentItem.isVisible): who gains, loses or sees a change of which item.
+export function localDryRun(ctx, before, after) {
+  const old = isObject(before) ? before : {}, now = isObject(after) ? after : {};
+  const added = [], removed = [], changed = [];
+  for (const key of new Set([...Object.keys(old), ...Object.keys(now)])) {
+    if (!(key in old)) added.push(key);
+    else if (!(key in now)) removed.push(key);
+    else if (canonical(old[key]) !== canonical(now[key])) changed.push(key);
+  }
+  const dry = { ok: true, computedByPage: true,
+    locations: added.length || removed.length || changed.length ? [{ path: "/private/admin/content", added, removed, changed }] : [] };
+  if (ctx.directory) {
+    dry.attendees = [];
+    for (const a of ctx.directory.attendees) {
+      const was = visibleCopies(old, a), will = visibleCopies(now, a);
+      const gains = [], loses = [], changes = [];
+      for (const key of new Set([...was.keys(), ...will.keys()])) {
+        if (!was.has(key)) gains.push(key);
+        else if (!will.has(key)) loses.push(key);
+        else if (was.get(key) !== will.get(key)) changes.push(key);
+      }
+      if (gains.length || loses.length || changes.length) dry.attendees.push({ id: a.id, gains, loses, changes });
+    }
+  }
+  return dry;
+}
+
+// The copies of `content` attendee `a` sees: key → canonical text (a CSV row's copy is `<key><row index>`).
+function visibleCopies(content, a) {
+  const out = new Map();
+  const same = (x, y) => String(x) === String(y);
+  for (const [key, item] of Object.entries(content)) {
+    if (!isObject(item)) continue;
+    const stripped = Object.assign({}, item);
+    for (const list of ["tierIds", "groupIds", "attendeeIds"]) delete stripped[list];
+    if (typeof item.type === "string" && item.type.endsWith("CSV")) {
+      for (const [index, row] of entries(item.rawData)) {
+        if (idList(row && row.attendeeIds).some(id => same(id, a.id))) out.set(key + index, canonical(row));
+      }
+      continue;
+    }
+    const tiers = idList(item.tierIds), groups = idList(item.groupIds), ids = idList(item.attendeeIds);
+    const global = item.checkAll === true || (!tiers.length && !groups.length && !ids.length);
+    if (global || tiers.some(t => same(t, a.tierId)) || ids.some(i => same(i, a.id))
+      || groups.some(g => (a.groupIds || []).some(m => same(m, g)))) out.set(key, canonical(stripped));
+  }
+  return out;
+}
+
 async function dryRun(ctx, params) {
   const answer = await ctx.api.request("POST", "/.canopy/dry-run", { params, body: ctx.directoryBody() });
   return answer.data;
@@ -1065,7 +1123,14 @@ export async function publishAction(ctx, { item } = {}) {
   try {
     const status = await ctx.api.get("/.canopy/status");
     const etag = status.etag;
-    const dry = await dryRun(ctx, item ? { item } : {});
+    let dry;
+    if (item) {
+      const after = Object.assign({}, ctx.content || {});
+      after[item] = ctx.pending[item];
+      dry = localDryRun(ctx, ctx.content, after);
+      const missing = missingFields(ctx.pending[item]);
+      if (missing.length) dry.incomplete = [{ key: item, title: ctx.titleOf(item), missing }];
+    } else dry = await dryRun(ctx, {});
     const what = item ? "'" + ctx.titleOf(item) + "'" : "all drafts";
     const sure = await confirmDialog("Publish " + what + "?", dryRunView(ctx, dry), { ok: "Publish", okDisabled: dry && dry.ok === false });
     if (!sure) return;
@@ -1075,11 +1140,11 @@ export async function publishAction(ctx, { item } = {}) {
 
 async function unpublishAction(ctx, key, title) {
   // No dry-run for an unpublish: the page says who loses it from the targeting and the directory.
-  const live = ctx.content && ctx.content[key];
-  const body = el("div", { class: "dry" }, el("p", { text: "'" + title + "' is removed from every location it was published to. The draft stays." }));
-  const losers = ctx.whoSees(live);
-  if (losers) body.appendChild(el("p", {}, el("span", { class: "lose", text: losers.length + " attendees lose it" }),
-    losers.length ? ": " + losers.slice(0, 30).map(id => ctx.attendeeName(id)).join(", ") + (losers.length > 30 ? ", …" : "") : "."));
+  const after = Object.assign({}, ctx.content || {});
+  delete after[key];
+  const body = el("div", {},
+    el("p", { text: "'" + title + "' is removed from every location it was published to. The draft stays." }),
+    dryRunView(ctx, localDryRun(ctx, ctx.content, after)));
   if (!await confirmDialog("Unpublish '" + title + "'?", body, { ok: "Unpublish", danger: true })) return;
   await run(ctx, "/.canopy/unpublish", { item: key }, {}, "Unpublished '" + title + "'.");
 }
@@ -1095,9 +1160,13 @@ export async function revertAction(ctx) {
 
 export async function rollbackAction(ctx, entry) {
   try {
-    const dry = await dryRun(ctx, { rollback: entry.id });
+    const snapshot = await ctx.api.get(API.dataPath("/private/admin/publishHistory/" + entry.id + "/content"));
+    const dry = localDryRun(ctx, ctx.content, snapshot.data);
     const when = entry.publishedAt ? new Date(entry.publishedAt).toLocaleString() : entry.id;
-    if (!await confirmDialog("Roll back to the publish of " + when + "?", dryRunView(ctx, dry), { ok: "Roll back", danger: true, okDisabled: dry && dry.ok === false })) return;
+    const body = el("div", {},
+      el("p", { text: "The content of that publish (" + (entry.itemCount ?? "?") + " items) is published again and becomes the drafts too: unpublished edits are discarded." }),
+      dryRunView(ctx, dry));
+    if (!await confirmDialog("Roll back to the publish of " + when + "?", body, { ok: "Roll back", danger: true, okDisabled: dry && dry.ok === false })) return;
     await run(ctx, "/.canopy/rollback", { to: entry.id }, {}, "Rolled back to the publish of " + when + ".");
   } catch (error) { ctx.banner(error.message); }
 }

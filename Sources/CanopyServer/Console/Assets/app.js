@@ -149,6 +149,7 @@ async function openEvent(name) {
   try {
     const who = await api.get("/.canopy/whoami", { accept: [404] });
     if (who.status === 200 && who.data && who.data.admin === false) throw new Error("This credential is not an administrator of '" + name + "'.");
+    ctx.who = who.status === 200 ? who.data : null;
     await api.get("/.canopy/status");
   } catch (error) {
     api.ns = null;
@@ -222,7 +223,12 @@ function selectTab(name, focus = true) {
   if (name === "preview") renderPreview(ctx);
   if (name === "directory") renderDirectory(ctx);
   if (name === "data") { if (!$("data-tree").firstChild) openData(ctx, $("data-path").value); }
-  if (name === "rules") loadRules(ctx);
+  if (name === "rules") {
+    const allowed = !ctx.who || ctx.who.rules !== false;
+    $("rules-save").disabled = !allowed;
+    if (allowed) loadRules(ctx);
+    else $("rules-status").textContent = "Only the daemon's admin credential may read and replace the rules (an organiser token may not).";
+  }
 }
 
 function initTabs() {
