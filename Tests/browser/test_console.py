@@ -320,3 +320,41 @@ def test_rules_tab_shows_syntax_error_at_its_line(daemon, browser_factory):
     status, _, raw = daemon.request("GET", f"/.settings/rules.json?ns={NS}")
     assert b",," not in raw
     assert a.console_errors(allowed=[r"rules\.json.* 400"]) == []
+
+
+def test_completeness_inline_and_csv_import(daemon, browser_factory, tmp_path):
+    a = browser_factory("csv").sign_in()
+    # A web item without its URL: the editor says so as one types, the card says so, publishing is refused.
+    a.driver.find_element(By.CSS_SELECTOR, "#new-type option[value='web']").click()
+    a.click("#new-item")
+    a.visible("#editor")
+    a.type("#ed-title", "Floor plan")
+    a.until(lambda: "needs a URL" in a.text_of("#ed-missing"))
+    a.click("#ed-save")
+    a.until(lambda: "incomplete: needs a url" in a.card_text("Floor plan"), "the card does not say what is missing")
+    a.click("#publish-all-top")
+    body = confirm_dialog(a)
+    a.until(lambda: "Incomplete items" in body.text and "Floor plan" in body.text)
+    a.screenshot("15-incomplete-before-publish")
+    a.click("#dialog-cancel")
+    a.card_action("Floor plan", "delete")
+    confirm_dialog(a)
+    a.click("#dialog-ok")
+    a.until(lambda: a.card("Floor plan") is None)
+
+    csv = tmp_path / "mentors.csv"
+    csv.write_text("email,description\n"
+                   "ada.quillfeather@example.com,Your mentor is Bram.\n"
+                   "nobody@example.com,Not an attendee.\n"
+                   "Cleo.Marchbank@example.com,Your mentor is Esme.\n")
+    a.click("#import-csv")
+    a.visible("#csv-dialog")
+    a.type("#csv-item-title", "Mentor match (day 2)")
+    a.find("#csv-file").send_keys(str(csv))
+    a.click("#csv-import")
+    a.until(lambda: "Imported 2 of 3 rows" in a.text_of("#csv-result"), "no import summary")
+    assert "nobody@example.com" in a.text_of("#csv-result") and "not in the directory" in a.text_of("#csv-result")
+    a.screenshot("16-csv-import")
+    a.click("#csv-cancel")
+    a.until(lambda: "personal rows: 2 attendees" in a.card_text("Mentor match (day 2)"))
+    assert a.console_errors() == []

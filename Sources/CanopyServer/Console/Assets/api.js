@@ -17,10 +17,14 @@ export class API {
     this.ns = null;
   }
 
+  // The query is written with encodeURIComponent: the daemon, like Firebase, takes `+` as a plus, not a space
+  // (URLSearchParams would write spaces as `+`).
   url(path, params) {
     const url = new URL(path, location.origin);
-    if (this.ns) url.searchParams.set("ns", this.ns);
-    for (const [k, v] of Object.entries(params || {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+    const pairs = [];
+    if (this.ns) pairs.push(["ns", this.ns]);
+    for (const [k, v] of Object.entries(params || {})) if (v !== undefined && v !== null) pairs.push([k, String(v)]);
+    url.search = pairs.map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v)).join("&");
     return url;
   }
 
