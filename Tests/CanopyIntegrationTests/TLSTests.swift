@@ -137,6 +137,17 @@ func runStatus(_ program: String, _ arguments: [String], in directory: String? =
         #expect(tls12 == #"{"name":"Lobby"}"#)
     }
 
+    @Test func theConsoleIsServedOverTLS() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.remove() }
+        let server = try startServer(certificates)
+        defer { server.terminate() }
+        let page = try tlsClient(server, certificates).request("GET", "/.canopy/console/")
+        #expect(page.status == 200)
+        #expect(page.text.contains("Canopy console"))
+        #expect(page.header("Content-Security-Policy")?.contains("script-src 'self'") == true)
+    }
+
     @Test func plaintextToATLSPortGetsA400Quickly() throws {
         let certificates = try TestCertificates()
         defer { certificates.remove() }
