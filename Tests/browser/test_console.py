@@ -7,6 +7,7 @@ import os
 import queue
 import re
 import socket
+import subprocess
 import threading
 import time
 import urllib.request
@@ -16,7 +17,7 @@ from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from conftest import DIRECTORY, NS
+from conftest import BIN, DIRECTORY, NS
 
 VIP_TIER = "101"           # VIP: Ada 100201, Dario 100204 (and others in the seed directory)
 VIP_ATTENDEE = "100201"    # Ada Quillfeather, tier 101
@@ -125,6 +126,19 @@ def test_attendee_token_gets_nothing(daemon, browser_factory):
     assert not b.driver.find_element(By.ID, "console").is_displayed()
     b.screenshot("01-attendee-refused")
     assert b.console_errors(allowed=[r"namespaces.* 40[13]"]) == []
+
+
+def test_organiser_token_signs_in_without_the_rules(daemon, browser_factory):
+    token = subprocess.run(
+        [BIN, "token", "mint", "--data", daemon.data, "--admin", "--ns", NS, "--ttl", "1h"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    b = browser_factory("organiser-token").sign_in(token)
+    assert b.text_of("#event-name") == NS
+    b.tab("rules")
+    b.until(lambda: "Only the daemon's admin credential" in b.text_of("#rules-status"))
+    assert not b.find("#rules-save").is_enabled()
+    b.screenshot("01b-organiser-token")
+    assert b.console_errors() == []
 
 
 def test_publish_tier_item_with_dry_run_and_live_feeds(daemon, browser_factory):

@@ -112,7 +112,7 @@ function showOnly(section) {
   $("connection").hidden = section !== "console";
 }
 
-async function signIn(credential) {
+async function signIn(credential, pick = false) {
   $("signin-error").textContent = "";
   const api = new API(credential);
   try {
@@ -123,8 +123,8 @@ async function signIn(credential) {
     sessionStorage.setItem(KEY_CREDENTIAL, credential);
     const names = answer.status === 200 && answer.data && Array.isArray(answer.data.namespaces) ? answer.data.namespaces : [];
     const remembered = sessionStorage.getItem(KEY_EVENT);
-    if (remembered && (names.includes(remembered) || !names.length)) { await openEvent(remembered); return; }
-    if (names.length === 1) { await openEvent(names[0]); return; }
+    if (!pick && remembered && (names.includes(remembered) || !names.length)) { await openEvent(remembered); return; }
+    if (!pick && names.length === 1) { await openEvent(names[0]); return; }
     showEvents(names);
   } catch (error) {
     $("signin-error").textContent = error.message;
@@ -274,7 +274,7 @@ function start() {
   $("change-event").addEventListener("click", async () => {
     closeStreams();
     sessionStorage.removeItem(KEY_EVENT);
-    await signIn(ctx.api.credential);
+    await signIn(ctx.api.credential, true);
   });
   const saved = sessionStorage.getItem(KEY_CREDENTIAL);
   if (saved) signIn(saved);
