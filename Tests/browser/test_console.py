@@ -349,6 +349,7 @@ def test_completeness_inline_and_csv_import(daemon, browser_factory, tmp_path):
     a.click("#publish-all-top")
     body = confirm_dialog(a)
     a.until(lambda: "Incomplete items" in body.text and "Floor plan" in body.text)
+    assert not a.find("#dialog-ok").is_enabled()
     a.screenshot("15-incomplete-before-publish")
     a.click("#dialog-cancel")
     a.card_action("Floor plan", "delete")

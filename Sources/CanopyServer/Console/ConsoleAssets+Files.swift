@@ -1026,7 +1026,7 @@ export function dryRunView(ctx, dry) {
     return box;
   }
   if (dry.incomplete && dry.incomplete.length) {
-    box.appendChild(el("p", { class: "error", text: "Incomplete items (the daemon will refuse to publish them):" }));
+    box.appendChild(el("p", { class: "error", text: "Incomplete items: complete them (or delete them) before publishing." }));
     box.appendChild(el("ul", { class: "missing" }, dry.incomplete.map(i => el("li", { text: "'" + (i.title || i.key) + "' " + (i.missing || []).map(describeMissing).join(", ") }))));
   }
   if (dry.computedByPage) box.appendChild(el("p", { class: "hint", text: "Worked out in this page from the published content and the stored directory." }));
@@ -1136,7 +1136,8 @@ export async function publishAction(ctx, { item } = {}) {
       if (missing.length) dry.incomplete = [{ key: item, title: ctx.titleOf(item), missing }];
     } else dry = await dryRun(ctx, {});
     const what = item ? "'" + ctx.titleOf(item) + "'" : "all drafts";
-    const sure = await confirmDialog("Publish " + what + "?", dryRunView(ctx, dry), { ok: "Publish", okDisabled: dry && dry.ok === false });
+    const blocked = !dry || dry.ok === false || (dry.incomplete && dry.incomplete.length > 0);
+    const sure = await confirmDialog("Publish " + what + "?", dryRunView(ctx, dry), { ok: "Publish", okDisabled: blocked });
     if (!sure) return;
     await run(ctx, "/.canopy/publish", item ? { item } : {}, item || !etag ? {} : { "if-match": etag }, "Published " + what + ".");
   } catch (error) { ctx.banner(error.message); }
