@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized) struct BenchTLSTests {
     @Test(.timeLimit(.minutes(2))) func fanoutComparesTLSWithPlaintextInOneRun() throws {
         let r = try runCanopy([
-            "bench", "fanout", "--compare-tls", "--subscribers", "4", "--writes", "20", "--rounds", "2", "--scenario",
+            "bench", "fanout", "--compare-tls", "--subscribers", "4", "--writes", "20", "--rounds", "1", "--scenario",
             "ab",
         ])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
