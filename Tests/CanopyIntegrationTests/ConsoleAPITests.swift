@@ -234,6 +234,13 @@ import Testing
             #expect(r.json?["error"]?.stringValue?.contains("'Replay' needs url") == true)
             #expect(try demo.call("GET", "/private/admin/lastPublishedAt.json?ns=\(ns)").json == .null)
             #expect(try demo.call("POST", "/.canopy/publish?ns=\(ns)&item=v").status == 400)
+            // An invalid item is reported as invalid, before what it misses.
+            #expect(try demo.call("PUT", "/private/admin/pendingContent/bad.json?ns=\(ns)", #"{"order":"soon","type":"web"}"#).status == 200)
+            r = try demo.call("POST", "/.canopy/publish?ns=\(ns)")
+            #expect(r.status == 400)
+            #expect(r.json?["error"]?.stringValue?.contains("non-numeric 'order'") == true)
+            #expect(r.json?["incomplete"] == nil)
+            #expect(try demo.call("DELETE", "/private/admin/pendingContent/bad.json?ns=\(ns)").status == 200)
 
             // One complete item can be published while others are not.
             #expect(try demo.call("POST", "/.canopy/publish?ns=\(ns)&item=-OKzIpCw8u33iOJJfsuf").status == 200)

@@ -55,15 +55,16 @@ enum WriteBuilder {
             do throws(PublishError) {
                 switch action {
                 case .publish(let item):
-                    // Only complete items are published (Completeness): nothing is written otherwise.
-                    let incomplete = PublishEngine.incompleteItems(root: root, keys: item.map { [$0] })
-                    guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
                     if let item {
                         writes = try PublishEngine.publishItemWrites(
                             root: root, key: item, now: now, publisher: publisher)
                     } else {
                         writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher)
                     }
+                    // Only complete items are published (Completeness): nothing is written otherwise. Checked
+                    // after the items parsed, so an invalid item is reported as such first.
+                    let incomplete = PublishEngine.incompleteItems(root: root, keys: item.map { [$0] })
+                    guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
                 case .unpublish(let item):
                     writes = try PublishEngine.unpublishItemWrites(
                         root: root, key: item, now: now, publisher: publisher)
