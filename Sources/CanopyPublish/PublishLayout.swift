@@ -4,7 +4,9 @@
 //   private/admin/content/<key>                      the published master
 //   private/admin/lastPublishedAt                    server time (ms) of the last publish
 //   private/admin/settings/isolateGroups             true → group items go to private groups locations
-//   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash, content}
+//   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash,
+//                                                     items: {<key>: <version>}}
+//   private/admin/publishedVersions/<version>        each item body a history entry names, keyed by its hash
 //   public/admin/content/<key>                       global and (not isolated) group items, lists kept
 //   private/adminable/users/<userId>/content/<key>   per-attendee copies, lists removed
 //   private/adminable/tiers/<tierId>/content/<key>   per-tier copies, lists removed
@@ -24,6 +26,8 @@ public enum PublishLayout {
     public static let settings = Path(segments: ["private", "admin", "settings"])
     /// `private/admin/publishHistory`.
     public static let history = Path(segments: ["private", "admin", "publishHistory"])
+    /// `private/admin/publishedVersions`: item bodies by version key (see `PublishHistory`).
+    public static let versions = Path(segments: ["private", "admin", "publishedVersions"])
     /// `public/admin/content`.
     public static let publicContent = Path(segments: ["public", "admin", "content"])
     /// `private/adminable/users`.
