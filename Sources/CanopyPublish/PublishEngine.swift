@@ -18,13 +18,14 @@ public enum PublishEngine {
     ///   - root: The event (namespace) root.
     ///   - now: Server time in ms.
     ///   - publisher: The `uid` of the publishing token, recorded in the history.
+    ///   - cache: The items the previous publish of this event parsed (see `ParsedItems`); optional.
     /// - Throws: `PublishError` when an item is invalid; nothing is written then.
-    public static func publishWrites(root: Node, now: Int64, publisher: String?) throws(PublishError)
-        -> [(path: Path, node: Node)]
+    public static func publishWrites(root: Node, now: Int64, publisher: String?, cache: ParsedItems? = nil)
+        throws(PublishError) -> [(path: Path, node: Node)]
     {
         try writes(
             publishing: root.node(at: PublishLayout.pendingContent), root: root, now: now,
-            publisher: publisher)
+            publisher: publisher, cache: cache)
     }
 
     /// Throws away unpublished edits: `pendingContent` becomes the published `content` (item by item).
@@ -40,9 +41,9 @@ public enum PublishEngine {
     /// Other published items stay as they are even if their drafts changed.
     ///
     /// - Throws: `PublishError` `.unknownItem` when `key` is neither pending nor published, or the item is invalid.
-    public static func publishItemWrites(root: Node, key: String, now: Int64, publisher: String?)
-        throws(PublishError)
-        -> [(path: Path, node: Node)]
+    public static func publishItemWrites(
+        root: Node, key: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let draft = root.node(at: PublishLayout.pendingContent).child(key)
         let content = root.node(at: PublishLayout.content)
@@ -51,27 +52,29 @@ public enum PublishEngine {
         }
         if !draft.isEmpty { _ = try ContentItem(key: key, node: draft) }
         return try writes(
-            publishing: content.settingChild(key, draft), root: root, now: now, publisher: publisher)
+            publishing: content.settingChild(key, draft), root: root, now: now, publisher: publisher, cache: cache)
     }
 
     /// Removes one published item from `content` and every derived location; `pendingContent` keeps its draft.
     ///
     /// - Throws: `PublishError` `.notPublished` when `key` is not published.
-    public static func unpublishItemWrites(root: Node, key: String, now: Int64, publisher: String?)
-        throws(PublishError) -> [(path: Path, node: Node)]
+    public static func unpublishItemWrites(
+        root: Node, key: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let content = root.node(at: PublishLayout.content)
         guard content.hasChild(key) else { throw PublishError(.notPublished, key: key) }
         return try writes(
-            publishing: content.settingChild(key, .empty), root: root, now: now, publisher: publisher)
+            publishing: content.settingChild(key, .empty), root: root, now: now, publisher: publisher, cache: cache)
     }
 
     /// Republishes the snapshot stored in history entry `historyID`. `pendingContent` is set to the snapshot too,
     /// so the event is wholly back at that version; the rollback itself is recorded as a new history entry.
     ///
     /// - Throws: `PublishError` `.unknownHistoryEntry`, or an item error if the snapshot no longer validates.
-    public static func rollbackWrites(root: Node, historyID: String, now: Int64, publisher: String?)
-        throws(PublishError) -> [(path: Path, node: Node)]
+    public static func rollbackWrites(
+        root: Node, historyID: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let entry = root.node(at: PublishLayout.history).child(historyID)
         guard entry.hasChildren, entry.hasChild("publishedAt"),
@@ -80,7 +83,7 @@ public enum PublishEngine {
             throw PublishError(.unknownHistoryEntry, key: historyID)
         }
         var out = try writes(
-            publishing: snapshot, root: root, now: now, publisher: publisher, rollbackOf: historyID)
+            publishing: snapshot, root: root, now: now, publisher: publisher, rollbackOf: historyID, cache: cache)
         childWrites(
             at: PublishLayout.pendingContent, old: root.node(at: PublishLayout.pendingContent), new: snapshot,
             into: &out)
@@ -95,11 +98,12 @@ public enum PublishEngine {
 
     /// The writes that make `content` the published state.
     static func writes(
-        publishing content: Node, root: Node, now: Int64, publisher: String?, rollbackOf: String? = nil
+        publishing content: Node, root: Node, now: Int64, publisher: String?, rollbackOf: String? = nil,
+        cache: ParsedItems? = nil
     )
         throws(PublishError) -> [(path: Path, node: Node)]
     {
-        let fan = try fanOut(pending: content, settings: PublishSettings(root: root))
+        let fan = try fanOut(pending: content, settings: PublishSettings(root: root), cache: cache)
         var out = derivedWrites(root: root, fanOut: fan)
         childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
         out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))

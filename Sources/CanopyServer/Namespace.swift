@@ -16,6 +16,7 @@
 
 import CanopyCore
 import CanopyNet
+import CanopyPublish
 import CanopyStore
 import Dispatch
 import Synchronization
@@ -63,6 +64,8 @@ public final class Namespace {
     /// Counts changes of `root` (each commit, each reload): a computation done off the loop against one version
     /// of the tree may be committed only if the version is still the same (see `AdminAPI`'s publish).
     public private(set) var version: UInt64 = 0
+    /// The items its last publish parsed, reused by the next one where unchanged (see `ParsedItems`).
+    let parsedItems = ParsedItems()
     /// Runs work on the compute thread (set by the registry): admin actions are built there (`performOffLoop`).
     /// nil builds them on the loop.
     var offLoop: ((@escaping @Sendable () -> Void) -> Void)?

@@ -224,6 +224,29 @@ import Testing
         #expect(root.node(at: PublishLayout.versions).childCount == PublishHistory.limit)
     }
 
+    /// The parsed items of the last publish are reused for unchanged item nodes, and the writes are the same as
+    /// without the cache: in particular an edited item is parsed again, not taken from the cache.
+    @Test func parsedItemsAreReusedAndChangeNothing() throws {
+        let cache = ParsedItems()
+        var root = event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem])
+        root = root.applying(try PublishEngine.publishWrites(root: root, now: 1_000, publisher: nil, cache: cache))
+        #expect(cache.count == 3)
+        for (title, now) in [("one", 2_000), ("two", 3_000)] as [(String, Int64)] {
+            root = root.setting(
+                Node(leaf: .string(title)), at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))
+            let cached = try PublishEngine.publishWrites(root: root, now: now, publisher: nil, cache: cache)
+            let plain = try PublishEngine.publishWrites(root: root, now: now, publisher: nil)
+            #expect(paths(cached) == paths(plain))
+            #expect(zip(cached, plain).allSatisfy { $0.node == $1.node })
+            root = root.applying(cached)
+            #expect(root.node(at: PublishLayout.tierContent("101")).child("b").child("title").value == .string(title))
+        }
+        // The cache holds the last publish's items only.
+        root = root.setting(.empty, at: PublishLayout.pendingContent.child("c"))
+        _ = try PublishEngine.publishWrites(root: root, now: 4_000, publisher: nil, cache: cache)
+        #expect(cache.count == 2)
+    }
+
     @Test func versionsAreSharedAcrossEntriesAndAnOldEntryHoldingItsContentStillRollsBack() throws {
         var root = try publish(event(pending: ["a": Self.globalItem, "b": Self.tierItem]), now: 1_000)
         root = root.setting(Node(leaf: .string("v2")), at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))

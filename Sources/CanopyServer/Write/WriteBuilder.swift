@@ -35,10 +35,11 @@ final class BuiltWrite {
 
 /// Builds the writes of one client operation.
 enum WriteBuilder {
-    /// The writes of `operation` against `root`; `publisher` names who publishes (publish history).
-    static func build(_ operation: WriteOperation, root: Node, now: Int64, publisher: String?) throws(WriteError)
-        -> BuiltWrite
-    {
+    /// The writes of `operation` against `root`; `publisher` names who publishes (publish history); `items`, the
+    /// namespace's parsed items of its last publish (see `ParsedItems`).
+    static func build(
+        _ operation: WriteOperation, root: Node, now: Int64, publisher: String?, items: ParsedItems? = nil
+    ) throws(WriteError) -> BuiltWrite {
         switch operation {
         case .set(let path, let data):
             let (node, resolved) = try set(data, at: path, root: root, now: now)
@@ -55,16 +56,18 @@ enum WriteBuilder {
             do {
                 switch action {
                 case .publish(let item?):
-                    writes = try PublishEngine.publishItemWrites(root: root, key: item, now: now, publisher: publisher)
+                    writes = try PublishEngine.publishItemWrites(
+                        root: root, key: item, now: now, publisher: publisher, cache: items)
                 case .publish(nil):
-                    writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher)
+                    writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher, cache: items)
                 case .unpublish(let item):
                     writes = try PublishEngine.unpublishItemWrites(
-                        root: root, key: item, now: now, publisher: publisher)
+                        root: root, key: item, now: now, publisher: publisher, cache: items)
                 case .revert:
                     writes = PublishEngine.revertWrites(root: root)
                 case .rollback(let id):
-                    writes = try PublishEngine.rollbackWrites(root: root, historyID: id, now: now, publisher: publisher)
+                    writes = try PublishEngine.rollbackWrites(
+                        root: root, historyID: id, now: now, publisher: publisher, cache: items)
                 }
             } catch {
                 throw .publish(error)
