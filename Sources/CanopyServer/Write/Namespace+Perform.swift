@@ -128,11 +128,6 @@ extension Namespace {
         }
     }
 
-    private func isAdmin(_ operation: WriteOperation) -> Bool {
-        if case .admin = operation { return true }
-        return false
-    }
-
     /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
     static let offLoopAttempts = 3
 
@@ -214,7 +209,7 @@ extension Namespace {
         let built: BuiltWrite
         do {
             built = try WriteBuilder.build(
-                operation, root: old, now: now, publisher: identity.uid, items: isAdmin(operation) ? parsedItems : nil)
+                operation, root: old, now: now, publisher: identity.uid, items: parsedItems)
         } catch {
             return .failure(error)
         }
