@@ -3,6 +3,7 @@
 // items of one location arrive as one merge; and a change is serialized once however many listen to it.
 
 import CanopyCore
+import CanopyNet
 import CanopyPublish
 import Foundation
 import Testing
@@ -42,19 +43,31 @@ import Testing
         return client
     }
 
-    /// Writes a fence child under each listened location and returns, per listener, the pushes before it.
+    /// Writes a fence child under each listened location and returns, per listener, the pushes before it; then
+    /// deletes the fences again (a publish would: it makes each location exactly its fan-out) and consumes that.
     func pushesUntilFence(_ c: HTTPClient, _ admin: [(String, String)], _ listeners: [WireTestClient]) throws
         -> [[JSONValue]]
     {
+        func fence(_ path: String, _ value: JSONValue) -> (JSONValue) -> Bool {
+            { $0["d"]?["a"] == "d" && $0["d"]?["b"]?["p"] == .string("\(path)/zzFence") && $0["d"]?["b"]?["d"] == value }
+        }
         for path in Self.listened {
             #expect(try c.json("PUT", "\(path)/zzFence.json?ns=\(Self.ns)", "true", headers: admin).status == 200)
         }
-        return try zip(Self.listened, listeners).map { path, listener in
-            let fence = try #require(listener.push("d", path: "\(path)/zzFence"), "the fence on \(path)")
-            #expect(fence["d"]?["b"]?["d"] == true)
-            // `push` consumed the fence: what is left came before it (in order on one socket).
+        let seen = try zip(Self.listened, listeners).map { path, listener in
+            _ = try #require(listener.waitFor(fence(path, true)), "the fence on \(path)")
+            // What is left came before the fence (in order on one socket).
             return listener.takeAll().filter { $0["d"]?["a"] != nil }
         }
+        for path in Self.listened {
+            #expect(try c.json("DELETE", "\(path)/zzFence.json?ns=\(Self.ns)", headers: admin).status == 200)
+        }
+        for (path, listener) in zip(Self.listened, listeners) {
+            _ = try #require(listener.waitFor(fence(path, .null)), "the fence's removal on \(path)")
+            let after = listener.takeAll().filter { $0["d"]?["a"] != nil }
+            #expect(after.isEmpty, "\(path): nothing after the fence's removal: \(after)")
+        }
+        return seen
     }
 
     func metric(_ c: HTTPClient, _ admin: [(String, String)], _ name: String) throws -> Int {
