@@ -7,6 +7,7 @@
 //   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash,
 //                                                     items: {<key>: <version>}}
 //   private/admin/publishedVersions/<version>        each item body a history entry names, keyed by its hash
+//   private/admin/directory                          the attendee directory the console uploaded (DirectoryDocument)
 //   public/admin/content/<key>                       global and (not isolated) group items, lists kept
 //   private/adminable/users/<userId>/content/<key>   per-attendee copies, lists removed
 //   private/adminable/tiers/<tierId>/content/<key>   per-tier copies, lists removed
@@ -28,6 +29,8 @@ public enum PublishLayout {
     public static let history = Path(segments: ["private", "admin", "publishHistory"])
     /// `private/admin/publishedVersions`: item bodies by version key (see `PublishHistory`).
     public static let versions = Path(segments: ["private", "admin", "publishedVersions"])
+    /// `private/admin/directory`.
+    public static let directory = Path(segments: ["private", "admin", "directory"])
     /// `public/admin/content`.
     public static let publicContent = Path(segments: ["public", "admin", "content"])
     /// `private/adminable/users`.
