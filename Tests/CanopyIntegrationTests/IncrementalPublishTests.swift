@@ -21,9 +21,12 @@ import Testing
             members.append(
                 JSONMember(
                     "item\(i + 10)",
-                    .object([JSONMember("order", .int(Int64(i))), JSONMember("type", "text"), visibility])))
+                    .object([
+                        JSONMember("order", .int(Int64(i))), JSONMember("type", "text"), JSONMember("text", "t"),
+                        visibility,
+                    ])))
         }
-        members.append(JSONMember("mine", ["order": 99, "type": "text", "attendeeIds": ["u1"]]))
+        members.append(JSONMember("mine", ["order": 99, "type": "text", "text": "t", "attendeeIds": ["u1"]]))
         return .object(members)
     }
 
@@ -103,7 +106,7 @@ import Testing
             let push = try #require(seen[0].first?["d"])
             #expect(push["a"] == "d")
             #expect(push["b"]?["p"] == "/private/adminable/tiers/1/content/item12")
-            #expect(push["b"]?["d"] == ["order": 2, "type": "text", "title": "edited"])
+            #expect(push["b"]?["d"] == ["order": 2, "type": "text", "text": "t", "title": "edited"])
             for index in 1..<Self.listened.count {
                 #expect(seen[index].isEmpty, "\(Self.listened[index]) is not affected: \(seen[index])")
             }
@@ -127,8 +130,8 @@ import Testing
             #expect(
                 merge["b"]?["d"]
                     == [
-                        "item11": ["order": 1, "type": "text", "title": "a"],
-                        "item15": ["order": 5, "type": "text", "title": "b"], "item17": .null,
+                        "item11": ["order": 1, "type": "text", "text": "t", "title": "a"],
+                        "item15": ["order": 5, "type": "text", "text": "t", "title": "b"], "item17": .null,
                     ])
             for index in [0, 2, 3] {
                 #expect(seen[index].isEmpty, "\(Self.listened[index]) is not affected: \(seen[index])")
