@@ -45,7 +45,7 @@ public struct ContentItem: Sendable {
     }
 
     /// The item without its visibility lists: what a user, tier or isolated group location stores.
-    public var privateCopy: Node { ContentItem.strippingLists(raw) }
+    public let privateCopy: Node
 
     /// Parses item `key` stored as `node`.
     /// - Throws: `PublishError` naming `key` and the field: not an object, missing or non-numeric `order`,
@@ -71,6 +71,7 @@ public struct ContentItem: Sendable {
             throw PublishError(.invalidField, key: key, field: "checkAll")
         }
         isCSV = type.hasSuffix("CSV")
+        privateCopy = ContentItem.strippingLists(node)
         if isCSV {
             rawData = try CSVRow.rows(of: node, key: key, order: order, type: type)
         } else {

@@ -74,16 +74,26 @@ extension PublishEngine {
     /// - Returns: The buckets; copies keep the item's key and `order`.
     /// - Throws: `PublishError` for the first invalid item (key and field named), or when a CSV row's key equals
     ///   another item's or row's key.
-    public static func fanOut(pending: Node, settings: PublishSettings) throws(PublishError) -> FanOut {
-        try fanOut(items: parseItems(pending), settings: settings)
+    ///   - cache: Items parsed by the previous publish, reused when their nodes are unchanged (see `ParsedItems`).
+    public static func fanOut(pending: Node, settings: PublishSettings, cache: ParsedItems? = nil)
+        throws(PublishError) -> FanOut
+    {
+        try fanOut(items: parseItems(pending, cache: cache), settings: settings)
     }
 
-    /// Parses every item of `content`, in key order.
-    public static func parseItems(_ content: Node) throws(PublishError) -> [ContentItem] {
+    /// Parses every item of `content`, in key order (through `cache` when given; it then keeps these items).
+    public static func parseItems(_ content: Node, cache: ParsedItems? = nil) throws(PublishError) -> [ContentItem] {
         if content.isLeaf { throw PublishError(.contentNotObject) }
         var items: [ContentItem] = []
         items.reserveCapacity(content.childCount)
-        for (key, node) in content.children { items.append(try ContentItem(key: key, node: node)) }
+        guard let cache else {
+            for (key, node) in content.children { items.append(try ContentItem(key: key, node: node)) }
+            return items
+        }
+        var next: [ObjectIdentifier: ContentItem] = [:]
+        next.reserveCapacity(content.childCount)
+        for (key, node) in content.children { items.append(try cache.item(key: key, node: node, into: &next)) }
+        cache.replace(with: next)
         return items
     }
 

@@ -25,9 +25,9 @@ extension PublishEngine {
             if let field = error.field { members.append(JSONMember("field", .string(field))) }
             return .object([JSONMember("ok", .bool(false)), JSONMember("error", .object(members))])
         }
-        let changes = derivedWrites(root: root, fanOut: fan)
+        let changes = changedLocations(root: root, fanOut: fan)
         let locations: [JSONValue] = changes.map { change in
-            let diff = keyDiff(old: root.node(at: change.path), new: change.node)
+            let diff = keyDiff(old: change.old, new: FanOut.node(change.new))
             return .object([
                 JSONMember("path", .string(change.path.description)),
                 JSONMember("added", strings(diff.added)),
@@ -40,7 +40,7 @@ extension PublishEngine {
             JSONMember("locations", .array(locations)),
             JSONMember(
                 "unchangedLocations",
-                .int(Int64(fan.locationCount - changes.filter { !$0.node.isEmpty }.count))),
+                .int(Int64(fan.locationCount - changes.filter { !$0.new.isEmpty }.count))),
         ]
         if let directory {
             var attendees: [JSONValue] = []

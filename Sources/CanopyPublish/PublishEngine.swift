@@ -4,8 +4,10 @@
 // commit) and returns the complete list of (path, node) writes to apply in ONE atomic multi-location update; an
 // empty node deletes. Paths never overlap. Derived locations are written only when their content changes, and
 // only their `content` child, so siblings (a user's profile, say) stay untouched and listeners of unchanged
-// locations get no event. Every publish also sets private/admin/content and lastPublishedAt and appends a
-// history record (see PublishHistory).
+// locations get no event. A location that already holds items is written item by item, only the items that
+// changed (see Architecture.md#Publishing-item-by-item): one edited item costs that item's rows and events.
+// Every publish also sets private/admin/content and lastPublishedAt and appends a history record (see
+// PublishHistory).
 
 import CanopyCore
 
@@ -17,27 +19,32 @@ public enum PublishEngine {
     ///   - root: The event (namespace) root.
     ///   - now: Server time in ms.
     ///   - publisher: The `uid` of the publishing token, recorded in the history.
+    ///   - cache: The items the previous publish of this event parsed (see `ParsedItems`); optional.
     /// - Throws: `PublishError` when an item is invalid; nothing is written then.
-    public static func publishWrites(root: Node, now: Int64, publisher: String?) throws(PublishError)
-        -> [(path: Path, node: Node)]
+    public static func publishWrites(root: Node, now: Int64, publisher: String?, cache: ParsedItems? = nil)
+        throws(PublishError) -> [(path: Path, node: Node)]
     {
         try writes(
             publishing: root.node(at: PublishLayout.pendingContent), root: root, now: now,
-            publisher: publisher)
+            publisher: publisher, cache: cache)
     }
 
-    /// Throws away unpublished edits: `pendingContent` becomes the published `content` (one write).
+    /// Throws away unpublished edits: `pendingContent` becomes the published `content` (item by item).
     public static func revertWrites(root: Node) -> [(path: Path, node: Node)] {
-        [(PublishLayout.pendingContent, root.node(at: PublishLayout.content))]
+        var out: [(path: Path, node: Node)] = []
+        childWrites(
+            at: PublishLayout.pendingContent, old: root.node(at: PublishLayout.pendingContent),
+            new: root.node(at: PublishLayout.content), into: &out)
+        return out
     }
 
     /// Publishes one item's pending state: its new version, or its removal when it was deleted from pending.
     /// Other published items stay as they are even if their drafts changed.
     ///
     /// - Throws: `PublishError` `.unknownItem` when `key` is neither pending nor published, or the item is invalid.
-    public static func publishItemWrites(root: Node, key: String, now: Int64, publisher: String?)
-        throws(PublishError)
-        -> [(path: Path, node: Node)]
+    public static func publishItemWrites(
+        root: Node, key: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let draft = root.node(at: PublishLayout.pendingContent).child(key)
         let content = root.node(at: PublishLayout.content)
@@ -46,38 +53,41 @@ public enum PublishEngine {
         }
         if !draft.isEmpty { _ = try ContentItem(key: key, node: draft) }
         return try writes(
-            publishing: content.settingChild(key, draft), root: root, now: now, publisher: publisher)
+            publishing: content.settingChild(key, draft), root: root, now: now, publisher: publisher, cache: cache)
     }
 
     /// Removes one published item from `content` and every derived location; `pendingContent` keeps its draft.
     ///
     /// - Throws: `PublishError` `.notPublished` when `key` is not published.
-    public static func unpublishItemWrites(root: Node, key: String, now: Int64, publisher: String?)
-        throws(PublishError) -> [(path: Path, node: Node)]
+    public static func unpublishItemWrites(
+        root: Node, key: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let content = root.node(at: PublishLayout.content)
         guard content.hasChild(key) else { throw PublishError(.notPublished, key: key) }
         return try writes(
-            publishing: content.settingChild(key, .empty), root: root, now: now, publisher: publisher)
+            publishing: content.settingChild(key, .empty), root: root, now: now, publisher: publisher, cache: cache)
     }
 
     /// Republishes the snapshot stored in history entry `historyID`. `pendingContent` is set to the snapshot too,
     /// so the event is wholly back at that version; the rollback itself is recorded as a new history entry.
     ///
     /// - Throws: `PublishError` `.unknownHistoryEntry`, or an item error if the snapshot no longer validates.
-    public static func rollbackWrites(root: Node, historyID: String, now: Int64, publisher: String?)
-        throws(PublishError) -> [(path: Path, node: Node)]
+    public static func rollbackWrites(
+        root: Node, historyID: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
+    ) throws(PublishError) -> [(path: Path, node: Node)]
     {
         let entry = root.node(at: PublishLayout.history).child(historyID)
-        guard entry.hasChildren, entry.hasChild("publishedAt") else {
+        guard entry.hasChildren, entry.hasChild("publishedAt"),
+            let snapshot = PublishHistory.snapshot(of: entry, root: root)
+        else {
             throw PublishError(.unknownHistoryEntry, key: historyID)
         }
-        let snapshot = entry.child("content")
         var out = try writes(
-            publishing: snapshot, root: root, now: now, publisher: publisher, rollbackOf: historyID)
-        if root.node(at: PublishLayout.pendingContent) != snapshot {
-            out.append((PublishLayout.pendingContent, snapshot))
-        }
+            publishing: snapshot, root: root, now: now, publisher: publisher, rollbackOf: historyID, cache: cache)
+        childWrites(
+            at: PublishLayout.pendingContent, old: root.node(at: PublishLayout.pendingContent), new: snapshot,
+            into: &out)
         return out
     }
 
@@ -89,44 +99,112 @@ public enum PublishEngine {
 
     /// The writes that make `content` the published state.
     static func writes(
-        publishing content: Node, root: Node, now: Int64, publisher: String?, rollbackOf: String? = nil
+        publishing content: Node, root: Node, now: Int64, publisher: String?, rollbackOf: String? = nil,
+        cache: ParsedItems? = nil
     )
         throws(PublishError) -> [(path: Path, node: Node)]
     {
-        let fan = try fanOut(pending: content, settings: PublishSettings(root: root))
+        let fan = try fanOut(pending: content, settings: PublishSettings(root: root), cache: cache)
         var out = derivedWrites(root: root, fanOut: fan)
-        if root.node(at: PublishLayout.content) != content {
-            out.append((PublishLayout.content, content))
-        }
+        childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
         out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))
         out += PublishHistory.appendWrites(
             root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf)
         return out
     }
 
-    /// One write per derived location whose `content` differs from `fanOut`: new or changed contents, and
-    /// deletions for users, tiers and groups that no longer receive anything. Ordered: public, users, tiers,
-    /// groups, ids in key order.
+    /// The writes that turn every derived location's `content` into `fanOut`'s: item by item where a location
+    /// already holds items (see `childWrites`), the whole `content` where it held nothing, and one delete for a
+    /// user, tier or group that no longer receives anything. Ordered: public, users, tiers, groups, ids in key
+    /// order, items in key order.
     static func derivedWrites(root: Node, fanOut fan: FanOut) -> [(path: Path, node: Node)] {
         var out: [(path: Path, node: Node)] = []
-        func emit(_ path: Path, _ node: Node) {
-            if root.node(at: path) != node { out.append((path, node)) }
+        for location in changedLocations(root: root, fanOut: fan) {
+            childWrites(at: location.path, old: location.old, new: location.new, into: &out)
         }
-        emit(PublishLayout.publicContent, FanOut.node(fan.publicContent))
+        return out
+    }
+
+    /// Every derived location whose `content` differs from `fanOut`'s: its path, its stored node and its new
+    /// items (empty for a user, tier or group that no longer receives anything). Same order as `derivedWrites`.
+    static func changedLocations(root: Node, fanOut fan: FanOut)
+        -> [(path: Path, old: Node, new: [String: Node])]
+    {
+        var out: [(path: Path, old: Node, new: [String: Node])] = []
+        func consider(_ path: Path, _ old: Node, _ new: [String: Node]) {
+            if differs(old, new) { out.append((path, old, new)) }
+        }
+        consider(PublishLayout.publicContent, root.node(at: PublishLayout.publicContent), fan.publicContent)
         let families: [(Path, [String: [String: Node]], (String) -> Path)] = [
             (PublishLayout.users, fan.users, PublishLayout.userContent),
             (PublishLayout.tiers, fan.tiers, PublishLayout.tierContent),
             (PublishLayout.groups, fan.groups, PublishLayout.groupContent),
         ]
         for (parent, buckets, contentPath) in families {
+            let existing = root.node(at: parent)
             var ids = Set<JSONKey>(buckets.keys.map(JSONKey.init))
-            for (id, node) in root.node(at: parent).children where node.hasChild(PublishLayout.contentKey) {
+            for (id, node) in existing.children where node.hasChild(PublishLayout.contentKey) {
                 ids.insert(JSONKey(id))
             }
             for id in ids.map(\.string).sorted(by: { compareKeys($0, $1) < 0 }) {
-                emit(contentPath(id), FanOut.node(buckets[id] ?? [:]))
+                consider(contentPath(id), existing.child(id).child(PublishLayout.contentKey), buckets[id] ?? [:])
             }
         }
         return out
+    }
+
+    /// Whether `old` is not exactly the node holding the children `new` (no leaf value, no priority).
+    static func differs(_ old: Node, _ new: [String: Node]) -> Bool {
+        if new.isEmpty { return !old.isEmpty }
+        guard !old.isLeaf, old.priority == nil, old.childCount == new.count else { return true }
+        for (key, node) in new where !same(old.child(key), node) { return true }
+        return false
+    }
+
+    /// Whether two item nodes hold the same data: the same instance, or the same Firebase hash. Hashes are
+    /// cached per node, so comparing the copies a publish places with those a location holds costs one hash of
+    /// each stored copy once, then a string comparison per item and publish — not a walk of both trees each time.
+    static func same(_ a: Node, _ b: Node) -> Bool {
+        a === b || a.hash == b.hash
+    }
+
+    /// Appends the writes that make the node at `path` (now `old`) hold exactly the children `new`.
+    ///
+    /// When `old` has children, only the children that differ are written, each at its own path (`path/<key>`;
+    /// an empty node deletes): an edited item costs its own rows, and listeners are told of that item alone.
+    /// When `old` is empty or a leaf, or `new` is empty, the node is written whole (once).
+    static func childWrites(
+        at path: Path, old: Node, new: [String: Node], into out: inout [(path: Path, node: Node)]
+    ) {
+        if new.isEmpty {
+            if !old.isEmpty { out.append((path, .empty)) }
+            return
+        }
+        guard old.hasChildren, old.priority == nil else {
+            out.append((path, FanOut.node(new)))
+            return
+        }
+        var changed: [(key: String, node: Node)] = []
+        var kept = Set<JSONKey>()
+        kept.reserveCapacity(new.count)
+        for (key, node) in new {
+            kept.insert(JSONKey(key))
+            if !same(old.child(key), node) { changed.append((key, node)) }
+        }
+        for (key, _) in old.children where !kept.contains(JSONKey(key)) { changed.append((key, .empty)) }
+        changed.sort { compareKeys($0.key, $1.key) < 0 }
+        for (key, node) in changed { out.append((path.child(key), node)) }
+    }
+
+    /// `childWrites` for a node's children.
+    static func childWrites(at path: Path, old: Node, new: Node, into out: inout [(path: Path, node: Node)]) {
+        if new.isLeaf || new.priority != nil {
+            if !same(old, new) { out.append((path, new)) }
+            return
+        }
+        var items: [String: Node] = [:]
+        items.reserveCapacity(new.childCount)
+        for (key, node) in new.children { items[key] = node }
+        childWrites(at: path, old: old, new: items, into: &out)
     }
 }

@@ -4,7 +4,9 @@
 //   private/admin/content/<key>                      the published master
 //   private/admin/lastPublishedAt                    server time (ms) of the last publish
 //   private/admin/settings/isolateGroups             true → group items go to private groups locations
-//   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash, content}
+//   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash,
+//                                                     items: {<key>: <version>}}
+//   private/admin/publishedVersions/<version>        each item body a history entry names, keyed by its hash
 //   private/admin/directory                          the attendee directory the console uploaded (DirectoryDocument)
 //   public/admin/content/<key>                       global and (not isolated) group items, lists kept
 //   private/adminable/users/<userId>/content/<key>   per-attendee copies, lists removed
@@ -25,6 +27,8 @@ public enum PublishLayout {
     public static let settings = Path(segments: ["private", "admin", "settings"])
     /// `private/admin/publishHistory`.
     public static let history = Path(segments: ["private", "admin", "publishHistory"])
+    /// `private/admin/publishedVersions`: item bodies by version key (see `PublishHistory`).
+    public static let versions = Path(segments: ["private", "admin", "publishedVersions"])
     /// `private/admin/directory`.
     public static let directory = Path(segments: ["private", "admin", "directory"])
     /// `public/admin/content`.

@@ -1,7 +1,7 @@
 // NamespaceMutationsTests -- the rows a write stores turn the SQLite file into exactly the in-memory tree.
 //
-// `Namespace.mutations` writes only the rows that changed when the old region is small, and deletes a range
-// otherwise. Whatever it chose, reading the file back must give the tree the daemon holds in memory. (This test
+// `Namespace.mutations` writes only the rows that changed: row by row when the old region is small, by comparing
+// the two trees otherwise (a vanished subtree is one range delete). Whatever it chose, reading the file back must give the tree the daemon holds in memory. (This test
 // found that a restart lost the priorities of internal nodes: `Namespace.load` read them from the wrong column.)
 
 import CanopyCore
@@ -31,8 +31,8 @@ import Testing
         case 0: return .null
         case 1, 2: return randomLeaf(&rng)
         case 3:
-            // Larger than `smallRegionRows`, so overwriting it later takes the range delete.
-            return .object((0..<40).map { JSONMember("k\($0)", .int(Int64($0))) })
+            // Larger than `smallRegionRows`, so overwriting it later compares two trees; some children differ.
+            return .object((0..<40).map { JSONMember("k\($0)", .int(Int64($0 + rng.next(below: 2)))) })
         case 4:
             return .object([JSONMember(".value", randomLeaf(&rng)), JSONMember(".priority", .int(Int64(rng.next(below: 3))))])
         default:
@@ -112,5 +112,47 @@ import Testing
         let removal = Namespace.mutations(for: path, before: after, after: shrunk)
         #expect(removal.count == 2)
         #expect(removal.allSatisfy { if case .deleteRow = $0 { true } else { false } })
+    }
+
+    @Test func overwritingALargeObjectWritesOnlyWhatChanged() throws {
+        let path = Path(segments: ["content", "csv"])
+        func rows(_ edit: (Int) -> JSONValue?) -> JSONValue {
+            .object((0..<1000).compactMap { i in edit(i).map { JSONMember("r\(i)", $0) } })
+        }
+        let before = Namespace.applying(
+            [(path, try Node.from(json: rows { ["seat": .int(Int64($0))] }))], to: .empty)
+        // Three rows edited, one removed, one nested value turned into a leaf, one added.
+        let edited = rows { i in
+            switch i {
+            case 3, 500, 998: ["seat": .int(-1)]
+            case 7: nil
+            case 9: "gone"
+            default: ["seat": .int(Int64(i))]
+            }
+        }
+        var json = edited
+        if case .object(var members) = json {
+            members.append(JSONMember("zz", ["seat": 1]))
+            json = .object(members)
+        }
+        let after = Namespace.applying([(path, try Node.from(json: json))], to: before)
+        let described = Namespace.mutations(for: path, before: before, after: after).map { mutation -> String in
+            switch mutation {
+            case .putLeaf(let p, let value, _): "put \(p.joined(separator: "/"))=\(value.serialized())"
+            case .deleteRow(let p): "delete row \(p.joined(separator: "/"))"
+            case .deleteSubtree(let p): "delete \(p.joined(separator: "/"))"
+            case .putPriority(let p, _): "priority \(p.joined(separator: "/"))"
+            }
+        }
+        #expect(
+            Set(described) == [
+                "delete content/csv/r7", "delete content/csv/r9", "put content/csv/r3/seat=-1",
+                "put content/csv/r500/seat=-1", "put content/csv/r9=\"gone\"", "put content/csv/r998/seat=-1",
+                "put content/csv/zz/seat=1",
+            ])
+        // The order matters where a subtree is replaced: its range delete comes before its new rows.
+        #expect(described.count == 7)
+        let r9 = described.filter { $0.hasSuffix("/r9") || $0.contains("/r9=") }
+        #expect(r9 == ["delete content/csv/r9", "put content/csv/r9=\"gone\""])
     }
 }

@@ -122,8 +122,8 @@ func seedFile(_ name: String) -> String {
     }
 
     /// Subscribers on three locations record every event across 100 publishes that move the welcome item between
-    /// everyone (public) and tier 101: each publish is exactly one whole event on each location it changes, none
-    /// on the others, and no event ever shows an empty or partial list.
+    /// everyone (public) and tier 101: each publish is exactly one event on each location it changes (that item
+    /// alone, at its own path), none on the others, and no event ever leaves an empty or partial list.
     @Test(.timeLimit(.minutes(2))) func subscribersNeverSeeEmptyOrPartialState() throws {
         try withDemo(isolateGroups: false) { server, c in
             let admin = [("Authorization", "Bearer \(server.admin)")]
@@ -150,9 +150,15 @@ func seedFile(_ name: String) -> String {
                 let seen = try #require(recorder.eventsBeforeFence(), "\(locations[index]): the fence never arrived")
                 recorder.stop()
                 #expect(seen.count == expectedCounts[index], "\(locations[index]): one initial event and one per change")
+                #expect(seen.first?["path"] == "/", "\(locations[index]): the whole location first")
+                for event in seen.dropFirst() {
+                    #expect(event["path"] == "/-OKzKOoLaQT_8iMGWeID", "\(locations[index]): the moved item alone")
+                }
+                var value = Node.empty
                 for event in seen {
-                    #expect(event["path"] == "/", "\(locations[index]): whole-location events only")
-                    let size = event["data"]?.members?.count ?? 0
+                    let path = try Path(parsing: event["path"]?.stringValue ?? "/")
+                    value = value.setting(try Node.from(json: event["data"] ?? .null), at: path)
+                    let size = value.childCount
                     #expect(allowedSizes[index].contains(size), "\(locations[index]): a partial or empty list of \(size)")
                 }
             }

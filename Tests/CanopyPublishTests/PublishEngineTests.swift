@@ -49,10 +49,44 @@ import Testing
         let edited = root.setting(
             Node(leaf: .string("VIP v2")),
             at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))
-        let written = paths(try PublishEngine.publishWrites(root: edited, now: 2_000, publisher: nil))
-        #expect(written.contains("/private/adminable/tiers/101/content"))
-        #expect(!written.contains("/public/admin/content"))
-        #expect(!written.contains("/private/adminable/users/u1/content"))
+        let writes = try PublishEngine.publishWrites(root: edited, now: 2_000, publisher: nil)
+        let written = paths(writes)
+        // Item by item: the edited item at its own path in the one location it reaches, and in `content`.
+        #expect(written.filter { !$0.hasPrefix("/private/admin/") } == ["/private/adminable/tiers/101/content/b"])
+        #expect(written.filter { $0.hasPrefix("/private/admin/content") } == ["/private/admin/content/b"])
+        let after = root.applying(writes)
+        #expect(after.node(at: PublishLayout.tierContent("101")).child("b").child("title").value == "VIP v2")
+        #expect(after.node(at: PublishLayout.content) == edited.node(at: PublishLayout.pendingContent))
+    }
+
+    /// One item edited among 1,000: the writes are that item in the locations it reaches, `content/<key>`, the
+    /// bookkeeping, and that item's one new version — not a copy of the other 999 anywhere.
+    @Test func anIncrementalPublishWritesOnlyTheEditedItem() throws {
+        var pending: [JSONMember] = []
+        for i in 0..<1000 {
+            let key = "item" + String(i)
+            let item: JSONValue = i % 3 == 0 ? ["order": .int(Int64(i)), "type": "text", "checkAll": true]
+                : ["order": .int(Int64(i)), "type": "text", "tierIds": [.int(Int64(100 + i % 5))]]
+            pending.append(JSONMember(key, item))
+        }
+        let root = try publish(event(pending: .object(pending)))
+        let edited = root.setting(
+            Node(leaf: .string("edited")), at: PublishLayout.pendingContent.appending(Path(segments: ["item7", "title"])))
+        let writes = try PublishEngine.publishWrites(root: edited, now: 2_000, publisher: nil)
+        let history = writes.filter { $0.path.description.hasPrefix("/private/admin/publishHistory/") }
+        let versions = writes.filter { $0.path.description.hasPrefix("/private/admin/publishedVersions/") }
+        #expect(history.count == 1)
+        let item7 = edited.node(at: PublishLayout.pendingContent).child("item7")
+        #expect(versions.map(\.path.lastKey) == [PublishHistory.versionKey(item7)])
+        let others = paths(writes.filter { write in
+            !history.contains { $0.path == write.path } && !versions.contains { $0.path == write.path }
+        })
+        #expect(others == ["/private/adminable/tiers/102/content/item7", "/private/admin/content/item7",
+            "/private/admin/lastPublishedAt"])
+        let after = edited.applying(writes)
+        #expect(after.node(at: PublishLayout.content) == edited.node(at: PublishLayout.pendingContent))
+        #expect(after.node(at: PublishLayout.tierContent("102")).child("item7").child("title").value == "edited")
+        #expect(after.node(at: PublishLayout.tierContent("102")).childCount == 134)
     }
 
     @Test func aUserWhoLosesEverythingLosesTheirContentButKeepsSiblings() throws {
@@ -183,9 +217,55 @@ import Testing
         #expect(newest.child("publishedAt").value == .int(1_700_000_000_012))
         #expect(newest.child("itemCount").value == .int(1))
         #expect(newest.child("contentHash").value == .string(root.node(at: PublishLayout.content).hash))
-        #expect(newest.child("content").child("a").child("rev").value == .int(24))
+        #expect(PublishHistory.snapshot(of: newest, root: root)?.child("a").child("rev").value == .int(24))
         let oldest = try #require(history.children.first?.node)
-        #expect(oldest.child("content").child("a").child("rev").value == .int(5))
+        #expect(PublishHistory.snapshot(of: oldest, root: root)?.child("a").child("rev").value == .int(5))
+        // Each distinct item body is stored once; those only dropped entries named are gone with them.
+        #expect(root.node(at: PublishLayout.versions).childCount == PublishHistory.limit)
+    }
+
+    /// The parsed items of the last publish are reused for unchanged item nodes, and the writes are the same as
+    /// without the cache: in particular an edited item is parsed again, not taken from the cache.
+    @Test func parsedItemsAreReusedAndChangeNothing() throws {
+        let cache = ParsedItems()
+        var root = event(pending: ["a": Self.globalItem, "b": Self.tierItem, "c": Self.userItem])
+        root = root.applying(try PublishEngine.publishWrites(root: root, now: 1_000, publisher: nil, cache: cache))
+        #expect(cache.count == 3)
+        for (title, now) in [("one", 2_000), ("two", 3_000)] as [(String, Int64)] {
+            root = root.setting(
+                Node(leaf: .string(title)), at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))
+            let cached = try PublishEngine.publishWrites(root: root, now: now, publisher: nil, cache: cache)
+            let plain = try PublishEngine.publishWrites(root: root, now: now, publisher: nil)
+            #expect(paths(cached) == paths(plain))
+            #expect(zip(cached, plain).allSatisfy { $0.node == $1.node })
+            root = root.applying(cached)
+            #expect(root.node(at: PublishLayout.tierContent("101")).child("b").child("title").value == .string(title))
+        }
+        // The cache holds the last publish's items only.
+        root = root.setting(.empty, at: PublishLayout.pendingContent.child("c"))
+        _ = try PublishEngine.publishWrites(root: root, now: 4_000, publisher: nil, cache: cache)
+        #expect(cache.count == 2)
+    }
+
+    @Test func versionsAreSharedAcrossEntriesAndAnOldEntryHoldingItsContentStillRollsBack() throws {
+        var root = try publish(event(pending: ["a": Self.globalItem, "b": Self.tierItem]), now: 1_000)
+        root = root.setting(Node(leaf: .string("v2")), at: PublishLayout.pendingContent.appending(Path(segments: ["b", "title"])))
+        root = try publish(root, now: 2_000)
+        // Item a did not change: both entries name its one version; b has two.
+        #expect(root.node(at: PublishLayout.versions).childCount == 3)
+        // An entry in the layout before versions: the snapshot whole under `content`.
+        let legacy = Node.literal(["publishedAt": 500, "itemCount": 1, "content": ["z": Self.userItem]])
+        root = root.setting(legacy, at: PublishLayout.history.child("-legacy"))
+        let rolled = root.applying(
+            try PublishEngine.rollbackWrites(root: root, historyID: "-legacy", now: 3_000, publisher: nil))
+        #expect(rolled.node(at: PublishLayout.content).childKeys == ["z"])
+        #expect(rolled.node(at: PublishLayout.userContent("u1")).childKeys == ["z"])
+        // A version that went missing makes the entry unusable, as a missing snapshot does.
+        let first = try #require(root.node(at: PublishLayout.history).childKeys.first { $0 != "-legacy" })
+        let broken = root.setting(.empty, at: PublishLayout.versions)
+        #expect(throws: PublishError(.unknownHistoryEntry, key: first)) {
+            try PublishEngine.rollbackWrites(root: broken, historyID: first, now: 3_000, publisher: nil)
+        }
     }
 
     @Test func publishingAnEmptyDraftClearsEveryDerivedLocation() throws {

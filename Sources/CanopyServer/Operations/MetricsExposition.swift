@@ -61,6 +61,10 @@ struct MetricsExposition {
         out.sample("canopy_messages_sent_total", ["transport": "long_poll"], metrics.longPollMessagesSent)
         out.sample("canopy_messages_sent_total", ["transport": "sse"], metrics.sseMessagesSent)
         out.counter(
+            "canopy_push_serializations_total",
+            "Changes serialized for subscribers: once per listened location, change and transport.",
+            metrics.pushSerializations)
+        out.counter(
             "canopy_slow_consumers_dropped_total", "Streams and sockets closed over --max-output-backlog.",
             server?.slowConsumersDisconnected ?? 0)
         out.labelled(

@@ -19,6 +19,9 @@ final class ServerMetrics {
     var wireMessagesSent = 0
     var longPollMessagesSent = 0
     var sseMessagesSent = 0
+    /// Changes serialized for subscribers: once per listen group, update and transport, however many listen
+    /// (the fan-out shares the bytes; see Architecture.md#The-fan-out).
+    var pushSerializations = 0
     /// Publish-engine actions (publish, unpublish, revert, rollback) answered, by outcome.
     private(set) var publishesByOutcome: [String: Int] = [:]
     /// Each publish-engine action's time from request to durable answer, in seconds.

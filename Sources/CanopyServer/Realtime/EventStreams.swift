@@ -49,7 +49,9 @@ final class ListenGroup {
     /// `changedPaths` (those of its paths that overlap this group), in order; empty when nothing they see changed.
     /// For an update (`operation.mergeBase`), a default listen at or above its location gets one merge of the
     /// updated children that changed, like Firebase's `m`; below it (where only some of the children matter) and
-    /// for every other write, absolute-path overwrites.
+    /// for every other write, absolute-path overwrites — except that consecutive changed paths with one parent at
+    /// or below the location (a publish's changed items of one location) are told as one merge at that parent,
+    /// and a single one as an overwrite at its own path (Architecture.md#Publishing-item-by-item).
     func updates(of operation: CommittedOperation, before: Node, changedPaths: [Path]) -> [ListenUpdate] {
         let old = before.node(at: path)
         let new = operation.root.node(at: path)
@@ -72,6 +74,19 @@ final class ListenGroup {
             return [.merge(path: base, children: children, node: new.node(at: base.segments[path.segments.count...]))]
         }
         var out: [ListenUpdate] = []
+        // Consecutive changed children of one node at or below this location (a publish's items of one
+        // location), told as one merge there: one message per location instead of one per item.
+        var siblings: (parent: Path, children: [(path: Path, value: Node)])?
+        func flushSiblings() {
+            guard let run = siblings else { return }
+            siblings = nil
+            if run.children.count == 1 {
+                out.append(.set(path: run.parent.appending(run.children[0].path), value: run.children[0].value))
+            } else {
+                let node = new.node(at: run.parent.segments[path.segments.count...])
+                out.append(.merge(path: run.parent, children: run.children, node: node))
+            }
+        }
         var previous: Path?
         for changed in changedPaths where changed != previous {
             previous = changed
@@ -85,8 +100,20 @@ final class ListenGroup {
             let below = target.segments[path.segments.count...]
             let value = new.node(at: below)
             if value === old.node(at: below) { continue }
+            if !changed.isPriorityPath, let parent = target.parent, let key = target.lastKey {
+                let child = (path: Path(segments: [key]), value: value)
+                if siblings?.parent == parent {
+                    siblings!.children.append(child)
+                } else {
+                    flushSiblings()
+                    siblings = (parent, [child])
+                }
+                continue
+            }
+            flushSiblings()
             out.append(.set(path: target, value: value))
         }
+        flushSiblings()
         return out
     }
 

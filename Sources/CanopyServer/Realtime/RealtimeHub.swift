@@ -256,11 +256,13 @@ final class RealtimeHub: RealtimeService {
     private func deliver(_ updates: [ListenUpdate], to group: ListenGroup) {
         if !group.sse.isEmpty {
             let bytes = group.sseBytes(updates)
+            context.registry.metrics.pushSerializations &+= updates.count
             for subscriber in group.sse { subscriber.stream.send(bytes) }
             context.registry.metrics.sseMessagesSent &+= group.sse.count
         }
         guard !group.wire.isEmpty else { return }
         let prefixes = WireMessages.dataMessagePrefixes(updates)
+        context.registry.metrics.pushSerializations &+= prefixes.count
         var untagged: WireMessages?
         var tagged: [Int64: WireMessages] = [:]
         for listen in group.wire {

@@ -146,10 +146,11 @@ extension Namespace {
         let version = self.version
         let publisher = identity.uid
         let loop = self.loop
+        let items = parsedItems
         let back = LoopHeld((self, completion), loop: loop)
         offLoop {
             let result = Result { () throws(WriteError) -> (BuiltWrite, [StoreMutation]) in
-                let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher)
+                let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher, items: items)
                 let mutations = built.writes.flatMap {
                     Namespace.mutations(for: $0.path, before: root, after: built.newRoot)
                 }
@@ -207,7 +208,8 @@ extension Namespace {
         }
         let built: BuiltWrite
         do {
-            built = try WriteBuilder.build(operation, root: old, now: now, publisher: identity.uid)
+            built = try WriteBuilder.build(
+                operation, root: old, now: now, publisher: identity.uid, items: parsedItems)
         } catch {
             return .failure(error)
         }

@@ -35,10 +35,11 @@ final class BuiltWrite {
 
 /// Builds the writes of one client operation.
 enum WriteBuilder {
-    /// The writes of `operation` against `root`; `publisher` names who publishes (publish history).
-    static func build(_ operation: WriteOperation, root: Node, now: Int64, publisher: String?) throws(WriteError)
-        -> BuiltWrite
-    {
+    /// The writes of `operation` against `root`; `publisher` names who publishes (publish history); `items`, the
+    /// namespace's parsed items of its last publish (see `ParsedItems`).
+    static func build(
+        _ operation: WriteOperation, root: Node, now: Int64, publisher: String?, items: ParsedItems? = nil
+    ) throws(WriteError) -> BuiltWrite {
         switch operation {
         case .set(let path, let data):
             let (node, resolved) = try set(data, at: path, root: root, now: now)
@@ -57,9 +58,10 @@ enum WriteBuilder {
                 case .publish(let item):
                     if let item {
                         writes = try PublishEngine.publishItemWrites(
-                            root: root, key: item, now: now, publisher: publisher)
+                            root: root, key: item, now: now, publisher: publisher, cache: items)
                     } else {
-                        writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher)
+                        writes = try PublishEngine.publishWrites(
+                            root: root, now: now, publisher: publisher, cache: items)
                     }
                     // Only complete items are published (Completeness): nothing is written otherwise. Checked
                     // after the items parsed, so an invalid item is reported as such first.
@@ -67,11 +69,12 @@ enum WriteBuilder {
                     guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
                 case .unpublish(let item):
                     writes = try PublishEngine.unpublishItemWrites(
-                        root: root, key: item, now: now, publisher: publisher)
+                        root: root, key: item, now: now, publisher: publisher, cache: items)
                 case .revert:
                     writes = PublishEngine.revertWrites(root: root)
                 case .rollback(let id):
-                    writes = try PublishEngine.rollbackWrites(root: root, historyID: id, now: now, publisher: publisher)
+                    writes = try PublishEngine.rollbackWrites(
+                        root: root, historyID: id, now: now, publisher: publisher, cache: items)
                 }
             } catch {
                 throw .publish(error)

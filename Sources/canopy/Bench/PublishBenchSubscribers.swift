@@ -1,8 +1,9 @@
 // PublishBenchSubscribers -- attendee WebSocket subscribers for `canopy bench publish`, on their own event loop.
 //
 // Each socket authenticates with the admin credential (`gauth`) and listens on its attendee's user content,
-// tier content and the public content. Every `d` push is applied to a local copy of the listened value, so a
-// phase can tell when each listen reaches its expected final value and whether it was ever empty on the way.
+// tier content and the public content. Every `d` (overwrite) and `m` (merge) push is applied to a local copy of
+// the listened value, so a phase can tell when each listen reaches its expected final value, whether it was ever
+// empty on the way, and which sockets received anything although none of their listens changed.
 
 import CanopyCore
 import CanopyNet
@@ -21,6 +22,11 @@ struct PublishBenchObservation {
     /// Listens / sockets that saw their location empty while its final value is not.
     var emptyListens = 0
     var emptySockets = 0
+    /// Sockets none of whose listens changed that still received something (should be 0).
+    var unaffectedReceiving = 0
+
+    /// Bytes received per affected socket (0 when none was affected).
+    var bytesPerAffectedSocket: Int { affectedSockets == 0 ? 0 : bytes / affectedSockets }
 }
 
 /// Monotonic nanoseconds.
@@ -41,6 +47,9 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
 
     static let listensPerSocket = 3
 
+    /// The daemon's process id (the benchmark reads its CPU time around each phase).
+    let serverProcess: Int32
+
     private let loop: EventLoop
     private let port: Int
     private let namespace: String
@@ -53,12 +62,15 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     private var okReplies = 0
     private var bytes = 0
     private var events = 0
+    /// Bytes each socket received in this phase.
+    private var socketBytes: [Int] = []
     private var lastMessage: UInt64 = 0
     /// Listens whose value differs from their expected value.
     private var mismatched = 0
 
     /// Starts the loop thread. `paths[i]` are the locations socket `i` listens on.
-    init(port: Int, namespace: String, credential: String, paths: [[Path]]) throws {
+    init(port: Int, namespace: String, credential: String, paths: [[Path]], serverProcess: Int32) throws {
+        self.serverProcess = serverProcess
         loop = try EventLoop()
         self.port = port
         self.namespace = namespace
@@ -68,6 +80,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             for path in locations { listens.append(Listen(path: path, socket: socket)) }
         }
         pieces = Array(repeating: nil, count: paths.count)
+        socketBytes = Array(repeating: 0, count: paths.count)
         let loop = self.loop
         Thread { loop.run() }.start()
     }
@@ -142,6 +155,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
 
     private func received(_ text: String, socket: Int) {
         bytes += text.utf8.count
+        socketBytes[socket] += text.utf8.count
         lastMessage = benchNow()
         if var buffered = pieces[socket] {
             buffered.text += text
@@ -165,16 +179,35 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             if data["b"]?["s"]?.stringValue == "ok" { okReplies += 1 } else { failures.append("refused: \(text.prefix(200))") }
             return
         }
-        guard data["a"]?.stringValue == "d", let body = data["b"], let pathText = body["p"]?.stringValue,
-            let path = try? Path(parsing: pathText), let value = try? Node.from(json: body["d"] ?? .null)
+        let action = data["a"]?.stringValue
+        guard action == "d" || action == "m", let body = data["b"], let pathText = body["p"]?.stringValue,
+            let path = try? Path(parsing: pathText)
         else { return }
+        // An overwrite is one (path, value); a merge one per child it names.
+        var changes: [(path: Path, value: Node)] = []
+        if action == "m" {
+            guard case .object(let members)? = body["d"] else { return }
+            for member in members {
+                guard let child = try? Path(parsing: member.key), let value = try? Node.from(json: member.value)
+                else { return }
+                changes.append((path.appending(child), value))
+            }
+        } else {
+            guard let value = try? Node.from(json: body["d"] ?? .null) else { return }
+            changes.append((path, value))
+        }
         events += 1
         let now = benchNow()
         let base = socket * Self.listensPerSocket
         for index in base..<(base + Self.listensPerSocket) {
-            guard let relative = path.relative(to: listens[index].path) else { continue }
             var listen = listens[index]
-            listen.value = listen.value.setting(value, at: relative)
+            var touched = false
+            for change in changes {
+                guard let relative = change.path.relative(to: listen.path) else { continue }
+                listen.value = listen.value.setting(change.value, at: relative)
+                touched = true
+            }
+            guard touched else { continue }
             let matches = listen.value == listen.expected
             if matches {
                 listen.matchedAt = now
@@ -196,6 +229,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
         onLoop {
             self.bytes = 0
             self.events = 0
+            for socket in self.socketBytes.indices { self.socketBytes[socket] = 0 }
             var affected = 0
             for index in self.listens.indices {
                 var listen = self.listens[index]
@@ -246,6 +280,9 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             }
             out.affectedSockets = affectedSockets.count
             out.emptySockets = emptySockets.count
+            for (socket, received) in self.socketBytes.enumerated() where received > 0 && !affectedSockets.contains(socket) {
+                out.unaffectedReceiving += 1
+            }
             return out
         }
     }

@@ -3,19 +3,24 @@
 // Runs a real daemon as a child process, subscribes attendee sockets to their user, tier and public content,
 // publishes revision 0 of a generated event (setup), then measures revision 0 → 1 as ONE `POST
 // /.canopy/publish` and revision 1 → 0 as the seed design's eight client-side writes, against the same server
-// and subscribers. Both transitions change the same locations, so the rows are comparable.
+// and subscribers. Both transitions change the same locations, so the rows are comparable. Then (unless
+// `--no-incremental`) the incremental case: one item's text edited in `pendingContent`, then one POST — only the
+// listeners of that item's locations must hear of it, and only of that item.
 
 import CanopyCore
 import CanopyPublish
 import Foundation
 
 /// `canopy bench publish [--items N] [--attendees N] [--tiers N] [--groups N] [--sockets N] [--seed N]
-/// [--rounds N]`.
+/// [--rounds N] [--no-incremental] [--server BINARY]`.
 struct PublishBenchmark {
     var shape = PublishBenchShape()
     var sockets = 1000
     var seed: UInt64 = 2026
     var rounds = 1
+    var incremental = true
+    /// Another `canopy` to run as the daemon (to compare builds); default this one.
+    var serverBinary: String?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
@@ -27,6 +32,8 @@ struct PublishBenchmark {
             case "--sockets": sockets = try arguments.int(for: option, in: 1...20_000)
             case "--seed": seed = UInt64(try arguments.int(for: option))
             case "--rounds": rounds = try arguments.int(for: option, in: 1...20)
+            case "--no-incremental": incremental = false
+            case "--server": serverBinary = try arguments.value(for: option)
             default: throw .unknownOption(option, command: "bench publish")
             }
         }
@@ -40,6 +47,8 @@ struct PublishBenchmark {
         var commitMilliseconds: Double
         var deliveredMilliseconds: Double?
         var observation: PublishBenchObservation
+        /// CPU time the daemon spent (all threads) from the first write until every subscriber converged.
+        var serverCPUMilliseconds: Double?
     }
 
     func run() throws {
@@ -56,7 +65,7 @@ struct PublishBenchmark {
             public \(fans[0].publicContent.count) items); pendingContent \(contents[0].serialized().utf8.count) bytes
             """)
 
-        let server = try PublishBenchServer(namespace: "bench-publish")
+        let server = try PublishBenchServer(namespace: "bench-publish", binary: serverBinary)
         defer { server.stop() }
         let paths = (0..<sockets).map { i -> [Path] in
             let attendee = i * shape.attendees / sockets
@@ -66,7 +75,8 @@ struct PublishBenchmark {
             ]
         }
         let subscribers = try PublishBenchSubscribers(
-            port: server.port, namespace: server.namespace, credential: server.adminCredential, paths: paths)
+            port: server.port, namespace: server.namespace, credential: server.adminCredential, paths: paths,
+            serverProcess: server.processID)
         defer { subscribers.close() }
         let connectStart = benchNow()
         try subscribers.connect()
@@ -97,7 +107,46 @@ struct PublishBenchmark {
                     try Self.replaySeedWrites(fans[0], content: contents[0], server)
                 })
         }
-        PublishBenchReport.print(atomic: atomic, replay: replay)
+        var edits: [Row] = []
+        if incremental {
+            var content = contents[0]
+            for round in 1...rounds {
+                let (key, edited) = try Self.editOneItem(content, fan: fans[0], listened: Set(paths.joined()), round)
+                content = edited
+                try server.put(PublishLayout.pendingContent.child(key), edited[key] ?? .null)
+                edits.append(
+                    try measure(
+                        "incremental (\(key))" + (rounds > 1 ? " #\(round)" : ""), writes: 1,
+                        expected: Self.expectedLocations(try Self.fanOut(edited)), subscribers
+                    ) { try server.request("POST", "/.canopy/publish") })
+            }
+        }
+        PublishBenchReport.print(atomic: atomic, replay: replay, incremental: edits)
+    }
+
+    /// `content` with the text of one tier-targeted item edited (an item some sockets listen to, not all), and
+    /// that item's key. `round` varies the item and the text.
+    static func editOneItem(_ content: JSONValue, fan: FanOut, listened: Set<Path>, _ round: Int) throws
+        -> (key: String, content: JSONValue)
+    {
+        var candidates = Set<String>()
+        for (tier, items) in fan.tiers where listened.contains(PublishLayout.tierContent(tier)) {
+            candidates.formUnion(items.keys)
+        }
+        let keys = candidates.sorted()
+        guard !keys.isEmpty, case .object(var members) = content else {
+            throw CommandFailure("incremental round: no tier-targeted item reaches a subscriber")
+        }
+        let key = keys[(round * 7919) % keys.count]
+        guard let index = members.firstIndex(where: { $0.key == key }), case .object(var fields) = members[index].value
+        else { throw CommandFailure("incremental round: item \(key) is not an object") }
+        if let text = fields.firstIndex(where: { $0.key == "text" }) {
+            fields[text] = JSONMember("text", .string("Edited in round \(round)"))
+        } else {
+            fields.append(JSONMember("text", .string("Edited in round \(round)")))
+        }
+        members[index] = JSONMember(key, .object(fields))
+        return (key, .object(members))
     }
 
     /// Runs `body` (the writes) and waits until every subscriber converged.
@@ -106,16 +155,19 @@ struct PublishBenchmark {
         _ body: () throws -> Void
     ) throws -> Row {
         subscribers.begin(expected: Self.lookup(expected))
+        let cpuBefore = Self.cpuNanoseconds(process: subscribers.serverProcess)
         let start = benchNow()
         try body()
         let committed = benchNow()
         let settled = subscribers.settle(timeoutSeconds: 180)
         let observation = subscribers.observation()
+        let cpuAfter = Self.cpuNanoseconds(process: subscribers.serverProcess)
         if !settled { print("warning: \(name): \(observation.unmatchedListens) listens did not converge in 180 s") }
         return Row(
             name: name, writes: writes, commitMilliseconds: Self.milliseconds(committed - start),
             deliveredMilliseconds: observation.lastMatchNanoseconds.map { Self.milliseconds($0 &- start) },
-            observation: observation)
+            observation: observation,
+            serverCPUMilliseconds: cpuBefore.flatMap { b in cpuAfter.map { Self.milliseconds($0 &- b) } })
     }
 
     /// The seed design's publish: wipe public, users and tiers, copy the fan-out to each, set content and time.
@@ -164,4 +216,19 @@ struct PublishBenchmark {
     }
 
     static func milliseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e6 }
+
+    /// The daemon's CPU time so far, all threads, in ns (the first field of each `/proc/<pid>/task/*/schedstat`;
+    /// includes the quiet wait after the last message, which costs next to nothing). nil if unreadable.
+    static func cpuNanoseconds(process: Int32) -> UInt64? {
+        let tasks = "/proc/\(process)/task"
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
+        var total: UInt64 = 0
+        for thread in threads {
+            guard let text = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8),
+                let first = text.split(separator: " ").first, let ns = UInt64(first)
+            else { continue }
+            total &+= ns
+        }
+        return total
+    }
 }

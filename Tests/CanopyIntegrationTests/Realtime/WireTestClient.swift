@@ -132,6 +132,9 @@ final class WireTestClient: @unchecked Sendable {  // safe: `socket` is touched 
         waitFor(timeout: timeout) { m in m["d"]?["a"] == .string(action) && (path == nil || m["d"]?["b"]?["p"] == .string(path!)) }
     }
 
+    /// Everything received and not yet consumed, in order, consuming it.
+    func takeAll() -> [JSONValue] { received.withLock { messages in defer { messages = [] }; return messages } }
+
     /// Everything received so far, in order (for ordering checks), without consuming it.
     var all: [JSONValue] { received.withLock { $0 } }
 }
