@@ -5,8 +5,8 @@
 //   survey              `title`
 //   <type>CSV           at least one row ("target"), and each row what its type needs ("rawData/3/url")
 // Other types need nothing. Per the seed's semantics an item with `checkAll` or three empty visibility lists is for
-// everyone, so a non-CSV item always has a target. The publish endpoint refuses incomplete items
-// (`PublishError.incomplete`); `status` lists what each one misses.
+// everyone, so a non-CSV item always has a target. The publish endpoint, asked with `complete=required`,
+// refuses incomplete items (`PublishError.incomplete`); `status` lists what each one misses.
 
 import CanopyCore
 

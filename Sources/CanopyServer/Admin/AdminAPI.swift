@@ -1,6 +1,7 @@
 // AdminAPI -- the publish engine's admin-only HTTP endpoints under `/.canopy/`.
 //
-//   POST /.canopy/publish?ns=E[&item=KEY]      publish pendingContent (or one item) in one atomic commit;
+//   POST /.canopy/publish?ns=E[&item=KEY][&complete=required]   publish pendingContent (or one item) in one
+//                                               atomic commit (refused when an item is incomplete, if required);
 //                                               `if-match: <etag of pendingContent>` → 412 when it changed
 //   POST /.canopy/unpublish?ns=E&item=KEY      remove one published item everywhere
 //   POST /.canopy/revert?ns=E                  pendingContent := content
@@ -98,7 +99,13 @@ extension RESTHandler {
             }
             return
         case ("POST", "publish"):
-            operation = .publish(item: params["item"])
+            let requireComplete: Bool
+            switch params["complete"] {
+            case nil: requireComplete = false
+            case "required": requireComplete = true
+            case let other?: throw RESTError(400, "complete=\(other): the only value is complete=required")
+            }
+            operation = .publish(item: params["item"], requireComplete: requireComplete)
         case ("POST", "unpublish"):
             guard let key = params["item"] else { throw RESTError(400, "unpublish needs ?item=KEY") }
             operation = .unpublish(item: key)

@@ -1139,7 +1139,7 @@ export async function publishAction(ctx, { item } = {}) {
     const blocked = !dry || dry.ok === false || (dry.incomplete && dry.incomplete.length > 0);
     const sure = await confirmDialog("Publish " + what + "?", dryRunView(ctx, dry), { ok: "Publish", okDisabled: blocked });
     if (!sure) return;
-    await run(ctx, "/.canopy/publish", item ? { item } : {}, item || !etag ? {} : { "if-match": etag }, "Published " + what + ".");
+    await run(ctx, "/.canopy/publish", item ? { item, complete: "required" } : { complete: "required" }, item || !etag ? {} : { "if-match": etag }, "Published " + what + ".");
   } catch (error) { ctx.banner(error.message); }
 }
 

@@ -55,7 +55,7 @@ enum WriteBuilder {
             let writes: [(path: Path, node: Node)]
             do throws(PublishError) {
                 switch action {
-                case .publish(let item):
+                case .publish(let item, let requireComplete):
                     if let item {
                         writes = try PublishEngine.publishItemWrites(
                             root: root, key: item, now: now, publisher: publisher, cache: items)
@@ -63,10 +63,12 @@ enum WriteBuilder {
                         writes = try PublishEngine.publishWrites(
                             root: root, now: now, publisher: publisher, cache: items)
                     }
-                    // Only complete items are published (Completeness): nothing is written otherwise. Checked
-                    // after the items parsed, so an invalid item is reported as such first.
-                    let incomplete = PublishEngine.incompleteItems(root: root, keys: item.map { [$0] })
-                    guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
+                    // Asked to, only complete items are published (Completeness): nothing is written otherwise.
+                    // Checked after the items parsed, so an invalid item is reported as such first.
+                    if requireComplete {
+                        let incomplete = PublishEngine.incompleteItems(root: root, keys: item.map { [$0] })
+                        guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
+                    }
                 case .unpublish(let item):
                     writes = try PublishEngine.unpublishItemWrites(
                         root: root, key: item, now: now, publisher: publisher, cache: items)

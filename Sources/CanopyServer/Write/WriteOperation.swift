@@ -27,8 +27,9 @@ public enum WriteOperation: Sendable {
 
 /// The publish engine's writing actions (`POST /.canopy/<action>`).
 public enum AdminAction: Sendable, Equatable {
-    /// Publish all of `pendingContent`, or only the item `item`.
-    case publish(item: String?)
+    /// Publish all of `pendingContent`, or only the item `item`; with `requireComplete`, nothing when an item to
+    /// publish is incomplete (Completeness; the console asks for it, scripts may).
+    case publish(item: String?, requireComplete: Bool = false)
     /// Remove one published item everywhere.
     case unpublish(item: String)
     /// `pendingContent := content`.

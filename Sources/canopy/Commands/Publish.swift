@@ -9,16 +9,18 @@ struct PublishCommand: Command {
     static let name = "publish"
     static let abstract = "Publish an event's pendingContent (or one item) atomically."
     static let usage = """
-        canopy publish --ns <event> [--item <key>] [--if-match <etag>] [--dry-run [--directory <file>]]
+        canopy publish --ns <event> [--item <key>] [--if-match <etag>] [--require-complete] [--dry-run [--directory <file>]]
                        [--url <url>] [--token <token>]
         \(RemoteOptions.usage)
           --item       publish only this item's pending state
           --if-match   publish only if pendingContent still has this ETag (from `canopy status`)
+          --require-complete  publish nothing if an item misses what its type needs (`canopy status` lists them)
           --dry-run    show what would change per location; with --directory, which attendees gain or lose items
         """
     var remote = RemoteOptions()
     var item: String?
     var ifMatch: String?
+    var requireComplete = false
     var dryRun = false
     var directory: String?
 
@@ -28,6 +30,7 @@ struct PublishCommand: Command {
             switch option {
             case "--item": item = try arguments.value(for: option)
             case "--if-match": ifMatch = try arguments.value(for: option)
+            case "--require-complete": requireComplete = true
             case "--dry-run": dryRun = true
             case "--directory": directory = try arguments.value(for: option)
             default: throw .unknownOption(option, command: Self.name)
@@ -46,6 +49,7 @@ struct PublishCommand: Command {
         }
         var query: [(String, String)] = []
         if let item { query.append(("item", item)) }
+        if requireComplete { query.append(("complete", "required")) }
         let headers = ifMatch.map { [("if-match", $0)] } ?? []
         let r = try remote.send("POST", "/.canopy/publish", query: query, headers: headers, accept: [200, 412])
         if r.status == 412 {
