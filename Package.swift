@@ -42,6 +42,7 @@ let package = Package(
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
+        library("CanopyNATS", ["CanopyCore", "CCanopyLinux"]),  // the NATS/JetStream client (cluster mode)
         library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
         library(
             "CanopyServer",
@@ -75,6 +76,7 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
+        tests("CanopyNATSTests", ["CanopyNATS", "CanopyCore", "CanopyTestSupport"]),
         tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CanopyPublish", "CSQLite", "CanopyTestSupport"]),
         tests(
             "CanopyIntegrationTests",
