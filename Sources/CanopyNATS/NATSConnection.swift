@@ -98,13 +98,15 @@ public final class NATSConnection: @unchecked Sendable {
 
     /// Closes the connection: pending requests fail with ``NATSError/closed``, the reader thread ends.
     public func close() {
-        let socket: NATSSocket? = lock.locked {
-            guard status != .closed else { return nil }
+        let (socket, ended): (NATSSocket?, [NATSSubscription]) = lock.locked {
+            guard status != .closed else { return (nil, []) }
             status = .closed
             failWaiters(.closed)
             lock.broadcast()
-            return self.socket
+            defer { subscriptions = [:] }
+            return (self.socket, Array(subscriptions.values))
         }
+        for subscription in ended { subscription.finish() }
         socket?.shutdown()
         guard !isReaderThread else { return }
         lock.locked {
