@@ -39,7 +39,7 @@ if [ -x "$docc_bin" ]; then
     cp -R Sources/CanopyServer/CanopyServer.docc .build/docc-check/Check.docc
     {
         printf '# Citations\n\nSections cited by code comments.\n\n'
-        grep -rhoE '\b(Architecture|Protocol|Rules)\.md#[A-Za-z0-9-]+' Sources Tests | sort -u \
+        grep -rhoE '\b(Architecture|Protocol|Rules|Cluster)\.md#[A-Za-z0-9-]+' Sources Tests | sort -u \
             | sed -E 's/^([A-Za-z]+)\.md#(.*)$/- <doc:\1#\2>/'
     } >.build/docc-check/Check.docc/Citations.md
     "$docc_bin" convert .build/docc-check/Check.docc --output-path .build/docc-check/out --warnings-as-errors \
