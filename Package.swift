@@ -101,6 +101,7 @@ if Context.environment["CANOPY_FUZZ"] != nil {
         ("JWT", ["CanopyAuth", "CanopyCore"]),
         ("REST", ["CanopyServer", "CanopyNet", "CanopyCore"]),
         ("Export", ["CanopyServer", "CanopyCore"]),
+        ("NATS", ["CanopyNATS", "CanopyCore"]),
     ]
     package.targets.append(.target(name: "FuzzSupport", dependencies: ["CanopyCore"], path: "Tests/Fuzz/Support", swiftSettings: settings))
     for (name, dependencies) in fuzzTargets {

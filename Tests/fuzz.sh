@@ -6,7 +6,7 @@
 #   --smoke     each target over its committed corpus plus a few thousand new inputs (what Tests/run.sh runs)
 #   --runs N    each target for N executions (the 10-million-execution runs: --runs 10000000)
 #   --time S    each target for S seconds
-#   target      JSON HTTP WebSocket Wire Rules JWT REST Export (default: all)
+#   target      JSON HTTP WebSocket Wire Rules JWT REST Export NATS (default: all)
 #
 # The targets build with `-sanitize=fuzzer,address` in their own scratch path, .build/fuzz, so normal builds are
 # untouched (they exist in the manifest only with CANOPY_FUZZ set): in debug mode for --smoke, which compiles
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(JSON HTTP WebSocket Wire Rules JWT REST Export)
+all=(JSON HTTP WebSocket Wire Rules JWT REST Export NATS)
 limit=(-runs=3000)
 mode=smoke
 config=debug

@@ -45,17 +45,27 @@ public struct NATSHeaders: Sendable, Equatable {
 
     // MARK: Wire form
 
-    /// The block as sent by HPUB: `NATS/1.0\r\n`, the fields, an empty line.
+    /// The block as sent by HPUB: `NATS/1.0` (with the status, if set), the fields, an empty line.
     /// - Throws: ``NATSError/invalidArgument(_:)`` for a name with a colon, space or control character, or a
     ///   value with CR or LF (either would let a caller forge other headers or protocol lines).
     func encoded() throws(NATSError) -> [UInt8] {
-        var out = Array("NATS/1.0\r\n".utf8)
+        var out = Array("NATS/1.0".utf8)
+        if let status {
+            guard (100...999).contains(status), statusDescription.utf8.allSatisfy({ $0 >= 0x20 }) else {
+                throw .invalidArgument("status \(status) '\(statusDescription)' cannot be written")
+            }
+            out += " \(status)".utf8
+            if !statusDescription.isEmpty { out += " \(statusDescription)".utf8 }
+        }
+        out += [0x0D, 0x0A]
         for field in fields {
             guard !field.name.isEmpty,
                 field.name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
             else { throw .invalidArgument("header name '\(field.name)' is not a token") }
-            guard field.value.utf8.allSatisfy({ $0 != 0x0D && $0 != 0x0A && $0 != 0 }) else {
-                throw .invalidArgument("header '\(field.name)' has a line break in its value")
+            guard field.value.utf8.allSatisfy({ $0 >= 0x20 || $0 == 0x09 }), !field.value.hasPrefix(" "),
+                !field.value.hasPrefix("\t")
+            else {
+                throw .invalidArgument("header '\(field.name)' has a line break or control character in its value")
             }
             out += field.name.utf8
             out += [UInt8(ascii: ":"), UInt8(ascii: " ")]
@@ -98,7 +108,9 @@ public struct NATSHeaders: Sendable, Equatable {
             guard rest.first == 0x20 else { throw .badHeaders("malformed status line") }
             let text = String(decoding: rest.dropFirst(), as: UTF8.self)
             let codeText = text.prefix { $0 != " " }
-            guard codeText.count == 3, let status = Int(codeText) else {
+            guard codeText.count == 3, codeText.allSatisfy({ $0.isASCII && $0.isNumber }), let status = Int(codeText),
+                rest.allSatisfy({ $0 >= 0x20 || $0 == 0x09 })
+            else {
                 throw .badHeaders("status '\(codeText)' is not three digits")
             }
             headers.status = status
@@ -111,6 +123,7 @@ public struct NATSHeaders: Sendable, Equatable {
             let name = line[line.startIndex..<colon]
             guard name.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw .badHeaders("a malformed header name") }
             let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+            guard value.allSatisfy({ $0 >= 0x20 || $0 == 0x09 }) else { throw .badHeaders("a control character in a value") }
             headers.append(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
         }
         return headers

@@ -3,7 +3,7 @@
 import CanopyCore
 
 /// One message delivered to a subscription.
-public struct NATSMessage: Sendable {
+public struct NATSMessage: Sendable, Equatable {
     public var subject: String
     /// The subscription it was delivered to.
     public var sid: UInt64
@@ -26,7 +26,7 @@ public struct NATSMessage: Sendable {
 }
 
 /// One operation received from a server.
-public enum NATSServerOperation: Sendable {
+public enum NATSServerOperation: Sendable, Equatable {
     case info(NATSServerInfo)
     case message(NATSMessage)
     case ping
