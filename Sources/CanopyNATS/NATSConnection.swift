@@ -25,6 +25,8 @@ public enum NATSConnectionStatus: Sendable, Equatable {
 }
 
 /// A connection to one server of a NATS cluster at a time, failing over to the others.
+///
+/// Call ``close()`` when done: the reader thread holds the connection until then.
 public final class NATSConnection: @unchecked Sendable {
     // safe: every mutable field below `lock` is read and written only with `lock` held; the socket is written
     // only with `writeLock` held (taken after `lock` is released, never the other way round); the parser and the
@@ -392,7 +394,8 @@ public final class NATSConnection: @unchecked Sendable {
                 throw .cannotConnect("\(server): the server did not start with INFO")
             }
             info = first
-            parser.limits.maxPayload = first.maxPayload + (64 << 10)
+            // The server's own limit, never above ours, plus the headers a server adds to messages it makes.
+            parser.limits.maxPayload = min(first.maxPayload, options.parserLimits.maxPayload) + (64 << 10)
             guard first.headers else { throw .cannotConnect("\(server): the server does not support headers") }
             guard socket.sendAll(NATSEncoder.connect(connectOptions()) + NATSEncoder.ping) else {
                 throw .cannotConnect("\(server): the connection broke during the handshake")

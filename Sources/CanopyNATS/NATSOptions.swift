@@ -77,8 +77,8 @@ public struct NATSOptions: Sendable {
     public var reconnectTimeout: Duration = .seconds(5)
     /// Undelivered messages a queue subscription may hold before it drops new ones (slow consumer).
     public var maxPendingMessages: Int = 65_536
-    /// The parser's limits; the payload limit is lowered to the server's `max_payload` (plus the headers a
-    /// server adds to messages it makes, 64 KiB) once its `INFO` arrives.
+    /// The parser's limits. A message may be as large as the smaller of `parserLimits.maxPayload` and the
+    /// server's `max_payload`, plus 64 KiB for the headers a server adds to messages it makes (JetStream's).
     public var parserLimits = NATSParserLimits()
 
     public init(servers: [NATSServerAddress]) {

@@ -148,7 +148,7 @@ func ns(_ name: String) -> String { "canopy.ns." + name }
 
         // With a TTL, a lease nobody renews disappears and the next node's create succeeds.
         let expiring = try KeyValue.create(
-            JetStream(nodeA, timeout: .seconds(2)), bucket: "canopy_leases", ttl: .seconds(1), replicas: 3)
+            JetStream(nodeA, timeout: .seconds(2)), bucket: "canopy_leases", ttl: .seconds(3), replicas: 3)
         let expiringB = try KeyValue.bind(JetStream(nodeB, timeout: .seconds(2)), bucket: "canopy_leases")
         _ = try untilAvailable { try expiring.create("ns.quiz", Array("node-a".utf8)) }
         #expect(throws: KeyValueError.keyExists(key: "ns.quiz")) { try expiringB.create("ns.quiz", Array("node-b".utf8)) }
