@@ -6,8 +6,11 @@
 // domain and account hash), so the client knows both sequences. The consumer sequence must grow by exactly one;
 // when it does not (a message lost), when no message or heartbeat came for three heartbeat intervals (the server
 // holding the consumer died), when the connection was re-established, or when the local queue overflowed, the
-// consumer is replaced by a new one starting right after the last stream sequence handed out. So the reader sees
-// every message of the stream from its start, each once, in stream order.
+// consumer is replaced by a new one starting right after the last stream sequence handed out. Messages before the
+// sequence asked for are dropped: nats-server 2.9 may start a consumer early when it is created on a replica that
+// lags (it clamps the start to that replica's last sequence; fixed in 2.11, nats-server#6253), which
+// JetStreamClusterTests saw under load. So the reader sees every message of the stream from its start, each once, in
+// stream order.
 //
 // Server messages: status 100 with a reply subject is a flow-control request (answered at once with an empty
 // publish); status 100 without one is an idle heartbeat.
@@ -55,6 +58,9 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     private var expectedConsumerSequence: UInt64 = 1
     /// The last stream sequence handed to the queue.
     private var lastStreamSequence: UInt64 = 0
+    /// The first stream sequence the current consumer may hand out: a server may start below the one asked for
+    /// (2.9 clamps a start sequence to the stream's last sequence on a replica that lags: nats-server#6253).
+    private var floor: UInt64 = 0
     private var delivered = false
     private var queue: [JetStreamMessage] = []
     private var head = 0
@@ -127,7 +133,9 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
             self.generation += 1
             expectedConsumerSequence = 1
             lastActivity = Date()
-            return (self.generation, delivered ? .sequence(lastStreamSequence + 1) : start)
+            let startAt = delivered ? .sequence(lastStreamSequence + 1) : start
+            if case .sequence(let sequence) = startAt { floor = sequence } else { floor = 0 }
+            return (self.generation, startAt)
         }
         let inbox = js.connection.inboxPrefix + ".oc." + NATSConnection.randomToken()
         let subscription = try js.connection.subscribe(inbox) { [weak self] message in
@@ -220,7 +228,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
             lastActivity = Date()
             guard sequences.consumer == expectedConsumerSequence, queue.count - head < capacity else { return true }
             expectedConsumerSequence += 1
-            guard !delivered || sequences.stream > lastStreamSequence else { return false }
+            guard sequences.stream >= floor, !delivered || sequences.stream > lastStreamSequence else { return false }
             lastStreamSequence = sequences.stream
             delivered = true
             queue.append(

@@ -147,15 +147,22 @@ public struct KeyValue: Sendable {
     // MARK: Reading
 
     /// The key's newest entry; nil if it does not exist or was deleted or purged (unless `includeDeleted`).
-    public func entry(_ key: String, includeDeleted: Bool = false) throws -> KeyValueEntry? {
+    /// - Parameter direct: read from any replica (`DIRECT.GET`, cheaper, may miss the newest writes) instead of
+    ///   the stream leader (`STREAM.MSG.GET`, which sees every acknowledged write).
+    public func entry(_ key: String, includeDeleted: Bool = false, direct: Bool = false) throws -> KeyValueEntry? {
         try Self.checkKey(key)
-        guard let message = try js.directGet(stream: streamName, lastBySubject: prefix + key) else { return nil }
+        let subject = prefix + key
+        let found =
+            direct
+            ? try js.directGet(stream: streamName, lastBySubject: subject)
+            : try js.lastMessage(stream: streamName, subject: subject)
+        guard let message = found else { return nil }
         let entry = entry(from: message.subject, sequence: message.sequence, headers: message.headers,
             payload: message.payload)
         return entry.operation == .put || includeDeleted ? entry : nil
     }
 
-    /// The key's value, nil if it does not exist.
+    /// The key's value (from the stream leader), nil if it does not exist.
     public func get(_ key: String) throws -> [UInt8]? { try entry(key)?.value }
 
     /// Watches keys matching `keys` (`>` all, `ns.*` …): first the newest entry of each (deleted ones included),

@@ -61,6 +61,9 @@ import Testing
         while read.count < 40, let message = reader.next(timeout: .seconds(10)) { read.append(message.streamSequence) }
         #expect(read == Array(1...40))
         #expect(reader.next(timeout: .milliseconds(300)) == nil)
+        // The consumer was replaced after the reconnect (counted once its creation has returned).
+        let replaced = Date().addingTimeInterval(10)
+        while reader.resetCount < 1 && Date() < replaced { Thread.sleep(forTimeInterval: 0.05) }
         #expect(reader.resetCount >= 1)
     }
 }
@@ -68,7 +71,7 @@ import Testing
 /// A TCP listener on loopback that plays a misbehaving server: INFO, then (after the client's CONNECT and PING)
 /// PONG and the given bytes.
 final class BadServer: @unchecked Sendable {
-    // safe: `fd` and `port` are set in init and only read afterwards; the thread owns the accepted sockets.
+    // safe: `fd` and `port` are set in init and only read afterwards; the thread owns the sockets and closes them.
     let fd: Int32
     let port: Int
 
@@ -90,7 +93,10 @@ final class BadServer: @unchecked Sendable {
         Thread.detachNewThread {
             while true {
                 let client = accept(listener, nil, nil)
-                guard client >= 0 else { return }
+                guard client >= 0 else {
+                    close(listener)  // here, not in deinit: the number must not be reused while this thread waits
+                    return
+                }
                 _ = Array(info.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 var seen: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
@@ -108,10 +114,7 @@ final class BadServer: @unchecked Sendable {
         }
     }
 
-    deinit {
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-    }
+    deinit { shutdown(fd, Int32(SHUT_RDWR)) }  // wakes the accept, which then closes the socket
 }
 
 @Suite(.timeLimit(.minutes(1))) struct NATSMalformedServerTests {
