@@ -1,4 +1,4 @@
-// FanoutCanopyTransport -- the fan-out benchmark's Canopy side: Firebase wire-protocol clients over WebSocket.
+// FanoutCanopyTransport -- the fan-out benchmark's Canopy side: Firebase wire-protocol clients over ws or wss.
 
 import CanopyCore
 import CanopyNet
@@ -11,12 +11,15 @@ final class FanoutCanopyTransport: FanoutTransport {
     private let port: Int
     private let namespace: String
     private let credential: String
+    private let tls: TLSClientContext?
     private var clients: [WebSocketClient] = []
     private var writer: WebSocketClient?
     private var nextRequest = 2
 
-    init(loop: EventLoop, host: String, port: Int, namespace: String, credential: String) {
+    /// - Parameter tls: speak `wss` verified against this context; nil for plain `ws`.
+    init(loop: EventLoop, host: String, port: Int, namespace: String, credential: String, tls: TLSClientContext? = nil) {
         self.loop = loop
+        self.tls = tls
         self.host = host
         self.port = port
         self.namespace = namespace
@@ -25,7 +28,7 @@ final class FanoutCanopyTransport: FanoutTransport {
 
     private func connect(round: FanoutRound, role: String) throws -> WebSocketClient {
         let client = try WebSocketClient(
-            loop: loop, host: host, port: port, target: "/.ws?v=5&ns=\(percentEncode(namespace))"
+            loop: loop, host: host, port: port, target: "/.ws?v=5&ns=\(percentEncode(namespace))", tls: tls
         ) { [unowned round] result in
             if case .failure(let error) = result { round.fail("\(role): \(error.userMessage)") }
         }

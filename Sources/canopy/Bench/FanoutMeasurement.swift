@@ -140,6 +140,8 @@ struct FanoutResult {
     var serverMicrosecondsPerEvent: Double?
     /// CPU time this benchmark process (writer and subscribers) spent per delivered event while writes ran.
     var clientMicrosecondsPerEvent: Double?
+    /// The benchmark process's CPU time over the wall time while writes ran: 1.0 is one core kept busy.
+    var clientCoreShare: Double?
     var delivered: Int
     var expected: Int
     var note: String?

@@ -68,7 +68,10 @@ final class FanoutChild {
     /// - Parameters:
     ///   - sync: the daemon's `--sync` mode (`full` or `normal`).
     ///   - maxConnections: the daemon's `--max-connections` (subscribers, the writer and some slack).
-    static func startDaemon(sync: String = "full", maxConnections: Int) throws -> (FanoutChild, credential: String) {
+    ///   - tls: serve HTTPS/WSS with this certificate (`--tls-cert`/`--tls-key`); nil for plaintext.
+    static func startDaemon(sync: String = "full", maxConnections: Int, tls: BenchCertificate? = nil) throws -> (
+        FanoutChild, credential: String
+    ) {
         let data = NSTemporaryDirectory() + "canopy-fanout-" + UUID().uuidString
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
@@ -78,6 +81,7 @@ final class FanoutChild {
             "serve", "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync,
             "--max-connections", "\(maxConnections)",
         ]
+        if let tls { process.arguments? += ["--tls-cert", tls.certificateFile, "--tls-key", tls.keyFile] }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = FileHandle.nullDevice
@@ -85,8 +89,8 @@ final class FanoutChild {
         let child = FanoutChild(name: "canopy", port: 0, process: process) {
             try? FileManager.default.removeItem(atPath: data)
         }
-        guard let line = firstLine(of: stdout, containing: "serving http://", timeoutSeconds: 20),
-            let url = line.split(separator: "http://").last?.split(separator: " ").first,
+        guard let line = firstLine(of: stdout, containing: "canopy: serving ", timeoutSeconds: 20),
+            let url = line.split(separator: "://").last?.split(separator: " ").first,
             let port = url.split(separator: ":").last.flatMap({ Int($0) })
         else {
             child.stop()

@@ -1,4 +1,4 @@
-// Bench -- `canopy bench write|rules`: load generators against a real daemon over loopback.
+// Bench -- `canopy bench write|rules|…`: load generators against a real daemon over loopback (plaintext or TLS).
 
 import CanopyCore
 import CanopyNet
@@ -13,14 +13,24 @@ struct BenchCommand: Command {
         "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules), long soak (soak)."
     static let usage = """
         canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal]
+                           [--tls | --compare-tls [--rounds <k>]] [--tls-cert <pem> --tls-key <pem> --tls-ca <pem>]
           Starts a daemon on a temporary data directory and drives it over loopback with small PUTs: sequential
           and with --clients concurrent connections (default 16), at two database sizes; then runs the same
-          workload directly on SQLite with the same durability and prints Canopy / SQLite ratios.
+          workload directly on SQLite with the same durability and prints Canopy / SQLite ratios. --tls serves
+          and writes over HTTPS (a throw-away certificate made by openssl, or the files given). --compare-tls
+          instead starts a daemon process in plaintext and one over TLS per round (<k> rounds, default 3, taking
+          turns at going first) and prints keep-alive PUTs/s at 1, --clients and 50 connections, daemon and
+          client CPU per write, and the TLS/plaintext ratios.
         canopy bench rules [--iterations <n>]
         canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--rounds <k>] [--scenario a|b]
                             [--sync full|normal] [--url <url> --token <token>] [--no-redis]
+                            [--tls | --compare-tls] [--tls-cert <pem> --tls-key <pem> --tls-ca <pem>]
           Each scenario runs <k> (default 5) Canopy/Redis round pairs back to back, taking turns at going
           first; the table shows each side's median round and the ratio is the median of the pairs' ratios.
+          --tls: the Canopy side over wss (a daemon with a throw-away certificate, or the files given; with
+          --url https://… the daemon given, trusted through --tls-ca or the system's CAs). --compare-tls pairs
+          Canopy over TLS with Canopy in plaintext instead of Redis and prints the TLS/plaintext ratios.
+          "cli core" is the benchmark client's CPU over wall time; a note says when it saturates a core.
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>]
         canopy bench isolation [--megabytes <n>] [--items <n>] [--attendees <n>] [--server <canopy binary>]
@@ -49,6 +59,13 @@ struct BenchCommand: Command {
     var namespaces: NamespacesBenchmark?
     var soak: SoakBenchmark?
     var connection: ConnectionBenchmark?
+    /// `bench write --tls`: serve and write over HTTPS.
+    var writeTLS = false
+    /// `bench write --compare-tls`: plaintext against TLS in one run, daemons in child processes.
+    var compareTLS = false
+    var tlsOptions = BenchTLSOptions()
+    /// `bench write --compare-tls` rounds (a plaintext and a TLS daemon each).
+    var rounds = 3
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection"]
@@ -86,15 +103,24 @@ struct BenchCommand: Command {
             case "--writes": writes = try arguments.int(for: option, in: 16...10_000_000)
             case "--clients": clients = try arguments.int(for: option, in: 1...1024)
             case "--iterations": iterations = try arguments.int(for: option, in: 1...100_000_000)
+            case "--tls" where kind == "write": writeTLS = true
+            case "--compare-tls" where kind == "write": compareTLS = true
+            case "--rounds" where kind == "write": rounds = try arguments.int(for: option, in: 1...20)
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
                     throw .invalidValue(option, mode, expected: "full or normal")
                 }
                 synchronousFull = mode == "full"
-            default: throw .unknownOption(option, command: Self.name)
+            default:
+                guard kind == "write", try tlsOptions.parse(option, &arguments) else {
+                    throw .unknownOption(option, command: Self.name)
+                }
             }
         }
+        try tlsOptions.validate()
+        if tlsOptions.givesFiles && !compareTLS { writeTLS = true }
+        if writeTLS && compareTLS { throw UsageError(message: "give --tls or --compare-tls, not both") }
     }
 
     func run() throws {
@@ -102,7 +128,7 @@ struct BenchCommand: Command {
             print("WARNING: debug build — run `swift build -c release` and use .build/release/canopy for real figures")
         #endif
         switch kind {
-        case "write": try writeBenchmark()
+        case "write": try compareTLS ? compareWritesOverTLS() : writeBenchmark()
         case "fanout": try fanout?.run()
         case "publish": try publish?.run()
         case "isolation": try isolation?.run()
@@ -122,6 +148,12 @@ struct BenchCommand: Command {
         configuration.port = 0
         configuration.dataDirectory = data
         configuration.synchronousFull = synchronousFull
+        let certificate = writeTLS ? try tlsOptions.materialize() : nil
+        defer { certificate?.remove() }
+        let tls = try certificate?.clientContext()
+        if let certificate {
+            configuration.tls = .init(certificateFile: certificate.certificateFile, keyFile: certificate.keyFile)
+        }
         LogSettings.level = .warning
         let daemon = try Daemon(configuration: configuration)
         try daemon.start()
@@ -139,21 +171,21 @@ struct BenchCommand: Command {
         let payload = Array(#"{"title":"hello","order":3,"seen":false}"#.utf8)
         print(
             "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; sync=\(synchronousFull ? "full" : "normal")"
-        )
+                + (tls == nil ? "" : "; over TLS (HTTPS keep-alive)"))
 
         var results: [(String, Measurement)] = []
         for (label, preload) in [("small db (1k nodes)", 1_000), ("large db (200k nodes)", 200_000)] {
             let ns = "bench\(preload)"
-            try preloadNamespace(port: port, auth: auth, ns: ns, nodes: preload)
-            let seq = try measure(clients: 1, total: writes, port: port) { client, i in
+            try preloadNamespace(port: port, auth: auth, ns: ns, nodes: preload, tls: tls)
+            let seq = try measure(clients: 1, total: writes, port: port, tls: tls) { client, i in
                 try client.request("PUT", "/items/s\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
             }
             results.append(("canopy put, 1 client, \(label)", seq))
-            let conc = try measure(clients: clients, total: writes, port: port) { client, i in
+            let conc = try measure(clients: clients, total: writes, port: port, tls: tls) { client, i in
                 try client.request("PUT", "/items/c\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
             }
             results.append(("canopy put, \(clients) clients, \(label)", conc))
-            let reads = try measure(clients: 1, total: writes, port: port) { client, i in
+            let reads = try measure(clients: 1, total: writes, port: port, tls: tls) { client, i in
                 try client.request("GET", "/items/s\(i % writes).json?ns=\(ns)", headers: auth)
             }
             results.append(("canopy get, 1 client, \(label)", reads))
@@ -188,8 +220,8 @@ struct BenchCommand: Command {
                 results[5].1.p50 / results[2].1.p50))
     }
 
-    private func preloadNamespace(port: Int, auth: [(String, String)], ns: String, nodes: Int) throws {
-        let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 120)
+    func preloadNamespace(port: Int, auth: [(String, String)], ns: String, nodes: Int, tls: TLSClientContext?) throws {
+        let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 120, tls: tls)
         let perBatch = 10_000
         var written = 0
         var batch = 0
@@ -213,13 +245,25 @@ struct BenchCommand: Command {
         var opsPerSecond: Double
         var p50: Double
         var p99: Double
+        /// Wall time of the measured operations.
+        var seconds: Double = 0
+        /// CPU time of this process (every thread) while the clock ran.
+        var clientCPUSeconds: Double = 0
+        /// CPU time of the daemon while the clock ran, when `measure` was given a way to read it.
+        var serverCPUSeconds: Double?
     }
 
-    private func measure(
-        clients: Int, total: Int, port: Int, _ op: @escaping @Sendable (HTTPClient, Int) throws -> HTTPClientResponse
+    /// Runs `op` on `clients` keep-alive connections (connected, over TLS when `tls` is given, before the clock starts).
+    func measure(
+        clients: Int, total: Int, port: Int, tls: TLSClientContext?, serverCPU: (() -> Double?)? = nil,
+        _ op: @escaping @Sendable (HTTPClient, Int) throws -> HTTPClientResponse
     ) throws -> Measurement {
-        try measureLocal(threads: clients, total: total, setUp: { HTTPClient(host: "127.0.0.1", port: port) }) {
-            client, i in
+        let setUp: @Sendable () -> HTTPClient = {
+            let client = HTTPClient(host: "127.0.0.1", port: port, tls: tls)
+            _ = try? client.request("GET", "/.canopy/health")
+            return client
+        }
+        return try measureLocal(threads: clients, total: total, serverCPU: serverCPU, setUp: setUp) { client, i in
             let r = try op(client, i)
             guard r.status < 300 else { throw CommandFailure("request failed with status \(r.status)") }
         }
@@ -231,20 +275,25 @@ struct BenchCommand: Command {
         try measureLocal(threads: threads, total: total, setUp: { () }) { _, i in try op(i) }
     }
 
-    /// Runs `total` operations split over `threads` threads; records each operation's latency.
+    /// Runs `total` operations split over `threads` threads; records each operation's latency. The clock starts
+    /// once every thread has run `setUp`.
     private func measureLocal<State>(
-        threads: Int, total: Int, setUp: @escaping @Sendable () -> State,
+        threads: Int, total: Int, serverCPU: (() -> Double?)? = nil, setUp: @escaping @Sendable () -> State,
         _ op: @escaping @Sendable (State, Int) throws -> Void
     ) throws -> Measurement {
         let latencies = Mutex<[Double]>([])
         let failure = Mutex<String?>(nil)
         let group = DispatchGroup()
-        let start = monotonicNanoseconds()
+        let settingUp = DispatchGroup()
+        let go = DispatchSemaphore(value: 0)
         for t in 0..<threads {
             group.enter()
+            settingUp.enter()
             Thread {
                 defer { group.leave() }
                 let state = setUp()
+                settingUp.leave()
+                go.wait()
                 var local: [Double] = []
                 var i = t
                 while i < total {
@@ -261,13 +310,24 @@ struct BenchCommand: Command {
                 latencies.withLock { $0 += local }
             }.start()
         }
+        settingUp.wait()
+        let start = monotonicNanoseconds()
+        let clientBefore = FanoutChild.ownCPUSeconds()
+        let serverBefore = serverCPU?()
+        for _ in 0..<threads { go.signal() }
         group.wait()
+        let clientCPU = FanoutChild.ownCPUSeconds() - clientBefore
+        let serverAfter = serverCPU?()
         if let message = failure.withLock({ $0 }) { throw CommandFailure("benchmark failed: \(message)") }
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
         let sorted = latencies.withLock { $0 }.sorted()
         func percentile(_ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
-        return Measurement(opsPerSecond: Double(sorted.count) / elapsed, p50: percentile(0.5), p99: percentile(0.99))
+        var serverSeconds: Double?
+        if let serverBefore, let serverAfter { serverSeconds = serverAfter - serverBefore }
+        return Measurement(
+            opsPerSecond: Double(sorted.count) / elapsed, p50: percentile(0.5), p99: percentile(0.99), seconds: elapsed,
+            clientCPUSeconds: clientCPU, serverCPUSeconds: serverSeconds)
     }
 }
