@@ -42,6 +42,7 @@ let package = Package(
         library("CanopyStore", ["CanopyCore", "CSQLite"]),
         library("CanopyRules", ["CanopyCore"]),
         library("CanopyAuth", ["CanopyCore", "CCrypto"]),
+        library("CanopyNATS", ["CanopyCore", "CCanopyLinux"]),  // the NATS/JetStream client (cluster mode)
         library("CanopyPublish", ["CanopyCore"]),  // pure: also used by the client's attendee feed
         .target(
             name: "CanopyServer",
@@ -80,6 +81,7 @@ let package = Package(
         tests("CanopyRulesTests", ["CanopyRules"], resources: [.copy("Resources")]),
         tests("CanopyAuthTests", ["CanopyAuth"]),
         tests("CanopyPublishTests", ["CanopyPublish"]),
+        tests("CanopyNATSTests", ["CanopyNATS", "CanopyCore", "CanopyTestSupport"]),
         tests("CanopyClientTests", ["CanopyClient", "CanopyCore", "CanopyPublish", "CSQLite", "CanopyTestSupport"]),
         tests(
             "CanopyIntegrationTests",
@@ -104,6 +106,7 @@ if Context.environment["CANOPY_FUZZ"] != nil {
         ("JWT", ["CanopyAuth", "CanopyCore"]),
         ("REST", ["CanopyServer", "CanopyNet", "CanopyCore"]),
         ("Export", ["CanopyServer", "CanopyCore"]),
+        ("NATS", ["CanopyNATS", "CanopyCore"]),
     ]
     package.targets.append(.target(name: "FuzzSupport", dependencies: ["CanopyCore"], path: "Tests/Fuzz/Support", swiftSettings: settings))
     for (name, dependencies) in fuzzTargets {

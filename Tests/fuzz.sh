@@ -9,7 +9,7 @@
 #   --fork J    libFuzzer's fork mode: J child processes share the corpus and the count of executions (a slow
 #               target's 10 million in a fraction of the time on J cores); timeouts and out-of-memory inputs
 #               fail the run as a crash does
-#   target      JSON HTTP WebSocket Wire Rules JWT REST Export (default: all)
+#   target      JSON HTTP WebSocket Wire Rules JWT REST Export NATS (default: all)
 #
 # The targets build with `-sanitize=fuzzer,address` in their own scratch path, .build/fuzz, so normal builds are
 # untouched (they exist in the manifest only with CANOPY_FUZZ set): in debug mode for --smoke, which compiles
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(JSON HTTP WebSocket Wire Rules JWT REST Export)
+all=(JSON HTTP WebSocket Wire Rules JWT REST Export NATS)
 limit=(-runs=3000)
 mode=smoke
 config=debug

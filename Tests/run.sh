@@ -4,12 +4,13 @@
 # the last two against the real `canopy serve`.
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev; prometheus (promtool and a real
 # Prometheus server, for the metrics tests), systemd (systemd-analyze, for the unit of `canopy service`) and
-# chromium + chromium-driver (headless Chromium for the console's browser tests); and local venvs for Python.
+# chromium + chromium-driver (headless Chromium for the console's browser tests); nats-server (the JetStream cluster
+# the CanopyNATS tests start); and local venvs for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver; do
+for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver nats-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -18,8 +19,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     # loopback port, so a packaged service that may start with the install is not used.
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-for tool in promtool prometheus systemd-analyze chromium chromedriver; do
-    command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing after the install"; exit 1; }
+for tool in promtool prometheus systemd-analyze chromium chromedriver nats-server; do
+    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
 
 echo "== console assets (Sources/CanopyServer/Console: the embedded copy matches Console/Assets)"
@@ -42,7 +43,7 @@ if [ -x "$docc_bin" ]; then
     cp -R Sources/CanopyServer/CanopyServer.docc .build/docc-check/Check.docc
     {
         printf '# Citations\n\nSections cited by code comments.\n\n'
-        grep -rhoE '\b(Architecture|Protocol|Rules)\.md#[A-Za-z0-9-]+' Sources Tests | sort -u \
+        grep -rhoE '\b(Architecture|Protocol|Rules|Cluster)\.md#[A-Za-z0-9-]+' Sources Tests | sort -u \
             | sed -E 's/^([A-Za-z]+)\.md#(.*)$/- <doc:\1#\2>/'
     } >.build/docc-check/Check.docc/Citations.md
     "$docc_bin" convert .build/docc-check/Check.docc --output-path .build/docc-check/out --warnings-as-errors \
