@@ -44,13 +44,14 @@ public enum TokenMinter {
         return try verifiable(token, issuedAt, ttlSeconds)
     }
 
-    /// `token`, once it passes the structure and claims checks `TokenVerifier` makes (size, nesting), so a
-    /// minted token is never one that every server refuses as malformed.
+    /// `token`, once it passes the structure and claims checks `TokenVerifier` makes (size, nesting, an `nbf`
+    /// that is a number), so a minted token is never one that every server refuses as malformed.
     private static func verifiable(_ token: String, _ issuedAt: Int64, _ ttlSeconds: Int64) throws(TokenMintError)
         -> String
     {
         do {
-            _ = try CompactJWS(token).claims()
+            let claims = try CompactJWS(token).claims()
+            _ = try TokenVerifier.numericDate(claims, "nbf")
         } catch {
             throw TokenMintError(claimsProblem: error.reason, issuedAt: issuedAt, ttlSeconds: ttlSeconds)
         }
