@@ -3,13 +3,13 @@
 # product as an app would, then the Python interop suite (the real firebase-admin and pyrebase4 packages),
 # the last two against the real `canopy serve`.
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev; prometheus (promtool and a real
-# Prometheus server, for the metrics tests) and systemd (systemd-analyze, for the unit of `canopy service`); and a
-# local venv for Python.
+# Prometheus server, for the metrics tests), systemd (systemd-analyze, for the unit of `canopy service`) and
+# redis-server (the peer of `canopy bench fanout|write`); and a local venv for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libsqlite3-dev libssl-dev prometheus systemd; do
+for pkg in libsqlite3-dev libssl-dev prometheus systemd redis-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -18,7 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     # loopback port, so a packaged service that may start with the install is not used.
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-for tool in promtool prometheus systemd-analyze; do
+for tool in promtool prometheus systemd-analyze redis-server; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
 

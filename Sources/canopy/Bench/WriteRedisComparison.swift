@@ -19,6 +19,8 @@ extension BenchCommand {
         var serverMicrosecondsPerWrite: Double?
         /// The client's CPU time over wall time: 1.0 is one core kept busy.
         var clientCores: Double
+        /// Writes acknowledged per fdatasync of the WAL (Canopy's group commit), from the daemon's metrics.
+        var writesPerFsync: Double?
     }
 
     static let durablePayload = #"{"title":"hello","order":3,"seen":false}"#
@@ -49,24 +51,31 @@ extension BenchCommand {
         let ns = "benchdurable"
         try preloadNamespace(port: daemon.port, auth: auth, ns: ns, nodes: 1_000, tls: nil)
         var rows: [Int: [String: DurableWriteRow]] = [:]
-        func row(_ label: String, _ m: Measurement) -> DurableWriteRow {
+        func row(_ label: String, _ m: Measurement, fsyncs: Int? = nil) -> DurableWriteRow {
             DurableWriteRow(
                 label: label, measurement: m,
                 serverMicrosecondsPerWrite: m.serverCPUSeconds.map { $0 * 1e6 / Double(writes) },
-                clientCores: m.seconds > 0 ? m.clientCPUSeconds / m.seconds : 0)
+                clientCores: m.seconds > 0 ? m.clientCPUSeconds / m.seconds : 0,
+                writesPerFsync: fsyncs.flatMap { $0 > 0 ? Double(writes) / Double($0) : nil })
         }
+        let metrics = HTTPClient(host: "127.0.0.1", port: daemon.port)
+        func fsyncs() -> Int? { Self.fsyncCount(metrics, auth: auth) }
+        func difference(_ before: Int?, _ after: Int?) -> Int? { before.flatMap { b in after.map { $0 - b } } }
         for count in counts {
             let conn = count == 1 ? "1 conn" : "\(count) conns"
+            let beforeREST = fsyncs()
             let rest = try measure(
                 clients: count, total: writes, port: daemon.port, tls: nil, serverCPU: { daemon.cpuSeconds }
             ) { client, i in
                 try client.request("PUT", "/items/r\(count)-\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
             }
-            rows[count, default: [:]]["rest"] = row("canopy rest put, \(conn)", rest)
+            let beforeWire = fsyncs()
+            rows[count, default: [:]]["rest"] = row(
+                "canopy rest put, \(conn)", rest, fsyncs: difference(beforeREST, beforeWire))
             let wire = try ClosedLoopWrites.run(
                 connections: count, total: writes, server: daemon,
                 target: WireWriteTarget(port: daemon.port, namespace: ns, credential: credential, tag: "w\(count)"))
-            rows[count, default: [:]]["wire"] = row("canopy wire p, \(conn)", wire)
+            rows[count, default: [:]]["wire"] = row("canopy wire p, \(conn)", wire, fsyncs: difference(beforeWire, fsyncs()))
             if let redis {
                 let set = try ClosedLoopWrites.run(
                     connections: count, total: writes, server: redis,
@@ -76,7 +85,7 @@ extension BenchCommand {
         }
         print(
             "benchmark".padding(toLength: 34, withPad: " ", startingAt: 0)
-                + "  writes/s    p50 ms    p99 ms  srv us/write  cli cores")
+                + "  writes/s    p50 ms    p99 ms  srv us/write  cli cores  writes/fsync")
         for count in counts {
             for side in ["rest", "wire", "redis"] {
                 guard let r = rows[count]?[side] else { continue }
@@ -84,7 +93,8 @@ extension BenchCommand {
                 print(
                     r.label.padding(toLength: 34, withPad: " ", startingAt: 0)
                         + String(format: "%10.0f %9.3f %9.3f  ", r.measurement.opsPerSecond, r.measurement.p50,
-                            r.measurement.p99) + server + String(format: "  %9.2f", r.clientCores))
+                            r.measurement.p99) + server + String(format: "  %9.2f", r.clientCores)
+                        + (r.writesPerFsync.map { String(format: "  %12.1f", $0) } ?? "           n/a"))
             }
         }
         for count in counts {
@@ -94,6 +104,7 @@ extension BenchCommand {
             let wire = (rows[count]?["wire"]?.measurement.opsPerSecond ?? 0) / base
             print(String(format: "ratio canopy/redis, %d conn: rest put %.2f, wire p %.2f", count, rest, wire))
         }
+        print("writes/fsync: writes acknowledged per fdatasync of the namespace's WAL (group commit; n/a for redis)")
         for count in counts {
             for side in ["rest", "wire", "redis"] {
                 guard let r = rows[count]?[side], r.clientCores >= 0.9 else { continue }
@@ -102,6 +113,19 @@ extension BenchCommand {
                         + "'\(r.label)': it saturates a core, so the client shares the bound on this figure")
             }
         }
+    }
+}
+
+extension BenchCommand {
+    /// The daemon's WAL syncs so far (`canopy_fsync_duration_seconds_count` in its metrics); nil if unreadable.
+    static func fsyncCount(_ client: HTTPClient, auth: [(String, String)]) -> Int? {
+        guard let response = try? client.request("GET", "/.canopy/metrics", headers: auth), response.status == 200
+        else { return nil }
+        let text = String(decoding: response.body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix("canopy_fsync_duration_seconds_count") {
+            return line.split(separator: " ").last.flatMap { Int($0) }
+        }
+        return nil
     }
 }
 
