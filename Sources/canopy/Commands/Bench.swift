@@ -135,7 +135,6 @@ struct BenchCommand: Command {
         if compareRedisOnly && (writeTLS || compareTLS) {
             throw UsageError(message: "--compare-redis runs in plaintext: give it without --tls or --compare-tls")
         }
-        if compareRedisOnly && skipRedis { throw UsageError(message: "give --compare-redis or --no-redis, not both") }
     }
 
     func run() throws {
