@@ -2,10 +2,12 @@
 //
 // Output shape:
 //   {"lastPublishedAt": ms|null, "isolateGroups": bool, "upToDate": bool,
-//    "counts": {"added": n, "changed": n, "removed": n, "same": n, "invalid": n},
-//    "items": [{"key", "state": "added"|"changed"|"removed"|"same", "order"?, "type"?, "title"?, "error"?}, …]}
+//    "counts": {"added": n, "changed": n, "removed": n, "same": n, "invalid": n, "incomplete": n},
+//    "items": [{"key", "state": "added"|"changed"|"removed"|"same", "order"?, "type"?, "title"?, "error"?,
+//               "missing"?}, …]}
 // Items are listed in display order (the pending version's `order`, else the published one's), then by key.
-// `error` holds the user message of a pending item that would stop a publish.
+// `error` holds the user message of a pending item that would stop a publish; `missing` what a pending item lacks
+// to be published (Completeness), when it lacks anything.
 
 import CanopyCore
 
@@ -17,7 +19,9 @@ extension PublishEngine {
         var keys = Set<JSONKey>(pending.childKeys.map(JSONKey.init))
         for key in content.childKeys { keys.insert(JSONKey(key)) }
         var rows: [(key: String, order: Double, json: JSONValue)] = []
-        var counts: [String: Int64] = ["added": 0, "changed": 0, "removed": 0, "same": 0, "invalid": 0]
+        var counts: [String: Int64] = [
+            "added": 0, "changed": 0, "removed": 0, "same": 0, "invalid": 0, "incomplete": 0,
+        ]
         for key in keys.map(\.string) {
             let draft = pending.child(key)
             let published = content.child(key)
@@ -38,6 +42,11 @@ extension PublishEngine {
                     counts["invalid", default: 0] += 1
                     members.append(JSONMember("error", .string(error.userMessage)))
                 }
+                let missing = missingFields(of: draft)
+                if !missing.isEmpty {
+                    counts["incomplete", default: 0] += 1
+                    members.append(JSONMember("missing", .array(missing.map { .string($0) })))
+                }
             }
             rows.append((key, FeedMerger.sortOrder(of: shown), .object(members)))
         }
@@ -50,7 +59,7 @@ extension PublishEngine {
             JSONMember(
                 "counts",
                 .object(
-                    ["added", "changed", "removed", "same", "invalid"].map {
+                    ["added", "changed", "removed", "same", "invalid", "incomplete"].map {
                         JSONMember($0, .int(counts[$0]!))
                     })),
             JSONMember("items", .array(rows.map(\.json))),

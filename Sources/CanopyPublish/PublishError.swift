@@ -31,6 +31,8 @@ public struct PublishError: CanopyError, Hashable {
         case unknownHistoryEntry
         /// The attendee directory is malformed (`field` says where, e.g. `attendees/3/id`).
         case invalidDirectory
+        /// Items to publish miss what their type needs (`incomplete` lists them; see Completeness).
+        case incomplete
     }
 
     /// What went wrong.
@@ -40,11 +42,23 @@ public struct PublishError: CanopyError, Hashable {
     /// The field inside the item or directory, when one is to blame.
     public let field: String?
 
+    /// The incomplete items, for `.incomplete`.
+    public let incomplete: [IncompleteItem]
+
     /// Creates an error about item (or history entry) `key` and its `field`.
     public init(_ kind: Kind, key: String? = nil, field: String? = nil) {
         self.kind = kind
         self.key = key
         self.field = field
+        self.incomplete = []
+    }
+
+    /// A publish refused because of `items` (not empty).
+    public init(incomplete items: [IncompleteItem]) {
+        kind = .incomplete
+        key = items.first?.key
+        field = items.first?.missing.first
+        incomplete = items
     }
 
     /// `invalid_item`, `not_found` or `invalid_directory`.
@@ -53,6 +67,8 @@ public struct PublishError: CanopyError, Hashable {
         case .contentNotObject, .itemNotObject, .missingOrder, .nonNumericOrder, .invalidField,
             .invalidID, .keyCollision:
             "invalid_item"
+        case .incomplete:
+            "incomplete"
         case .unknownItem, .notPublished, .unknownHistoryEntry:
             "not_found"
         case .invalidDirectory:
@@ -88,6 +104,13 @@ public struct PublishError: CanopyError, Hashable {
             return "\(item) is not published."
         case .unknownHistoryEntry:
             return "Publish history entry '\(key ?? "?")' does not exist or holds no snapshot."
+        case .incomplete:
+            let list = incomplete.prefix(5).map { item in
+                "'\(item.title ?? item.key)' needs \(item.missing.joined(separator: ", "))"
+            }.joined(separator: "; ")
+            let more = incomplete.count > 5 ? "; and \(incomplete.count - 5) more" : ""
+            let count = incomplete.count == 1 ? "1 item is" : "\(incomplete.count) items are"
+            return "Nothing was published: \(count) incomplete: \(list)\(more)."
         case .invalidDirectory:
             return
                 "Invalid attendee directory\(field.map { " at '\($0)'" } ?? ""): expected {\"attendees\": "

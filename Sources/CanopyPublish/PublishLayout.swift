@@ -5,6 +5,7 @@
 //   private/admin/lastPublishedAt                    server time (ms) of the last publish
 //   private/admin/settings/isolateGroups             true → group items go to private groups locations
 //   private/admin/publishHistory/<id>                {publishedAt, publisher, itemCount, contentHash, content}
+//   private/admin/directory                          the attendee directory the console uploaded (DirectoryDocument)
 //   public/admin/content/<key>                       global and (not isolated) group items, lists kept
 //   private/adminable/users/<userId>/content/<key>   per-attendee copies, lists removed
 //   private/adminable/tiers/<tierId>/content/<key>   per-tier copies, lists removed
@@ -24,6 +25,8 @@ public enum PublishLayout {
     public static let settings = Path(segments: ["private", "admin", "settings"])
     /// `private/admin/publishHistory`.
     public static let history = Path(segments: ["private", "admin", "publishHistory"])
+    /// `private/admin/directory`.
+    public static let directory = Path(segments: ["private", "admin", "directory"])
     /// `public/admin/content`.
     public static let publicContent = Path(segments: ["public", "admin", "content"])
     /// `private/adminable/users`.

@@ -23,9 +23,16 @@ public final class CompiledRules: Sendable {
 
     /// Compiles a rules document (`{"rules": {...}}`; `//` and `/* */` comments allowed).
     /// - Throws: `RulesError` for the first problem found (its document path and expression column).
+    /// The error carries its `sourceLocation` in `source`.
     public static func compile(source: String) throws(RulesError) -> CompiledRules {
         let json = try parseDocument(source)
-        return try compile(json: json)
+        do {
+            return try compile(json: json)
+        } catch {
+            var located = error
+            located.sourceLocation = RulesSourceMap(source: source).location(of: error)
+            throw located
+        }
     }
 
     /// Compiles an already parsed rules document.
@@ -58,7 +65,9 @@ public final class CompiledRules: Sendable {
         do {
             return try JSONValue.parse(Array(source.utf8), options: .rules)
         } catch {
-            throw RulesError(path: "/", reason: error.userMessage)
+            var refused = RulesError(path: "/", reason: error.userMessage)
+            refused.sourceLocation = SourceLocation(line: error.line, column: error.column)
+            throw refused
         }
     }
 

@@ -24,6 +24,9 @@ public struct RulesError: CanopyError, Hashable {
     public var location: SourceLocation?
     /// What is wrong, one short clause.
     public var reason: String
+    /// Where in the source text (1-based line and column), when the error comes from compiling a text:
+    /// `CompiledRules.compile(source:)` fills it in (see RulesSourceMap).
+    public var sourceLocation: SourceLocation?
 
     public init(path: String, location: SourceLocation? = nil, reason: String) {
         self.path = path

@@ -113,3 +113,25 @@ import Testing
         #expect(throws: RulesError.self) { _ = try CompiledRules.compile(source: big) }
     }
 }
+
+@Suite struct RulesSourceLocationTests {
+    @Test(arguments: [
+        // An expression that ends too soon: at the closing quote, where the operand should be.
+        ("{\"rules\": {\".read\": \"auth ==\"}}", 1, 29),
+        // A structural error: at the key of the member.
+        ("{\n \"rules\": {\n  \"a\": {\"b\": 3}}}", 3, 9),
+        ("/* c */ {\"rules\": {\".foo\": true}}", 1, 20),
+        // After an escape the column is the escape's first character.
+        ("{\"rules\": {\".read\": \"x\\\"y\"}}", 1, 23),
+        ("[1]", 1, 1),
+        ("{\"rules\": {\n", 2, 1),
+    ])
+    func aCompileErrorNamesItsPlaceInTheText(source: String, line: Int, column: Int) {
+        #expect(throws: (any Error).self) { try CompiledRules.compile(source: source) }
+        do {
+            _ = try CompiledRules.compile(source: source)
+        } catch {
+            #expect(error.sourceLocation == SourceLocation(line: line, column: column), "\(error.userMessage)")
+        }
+    }
+}

@@ -7,7 +7,10 @@
 //   POST /.canopy/rollback?ns=E&to=ID          republish history entry ID
 //   GET  /.canopy/status?ns=E                  pending vs published, item by item
 //   POST /.canopy/dry-run?ns=E                 what a publish would change; body: optional attendee directory
+//                                               (default: the one stored with the event), plus incomplete items
 //   POST /.canopy/preview?ns=E&attendee=ID[&pending=true]   the attendee's merged feed; body: the directory
+//                                               (default: the stored one; GET too)
+//   whoami, directory, history, import-csv: see ConsoleAPI
 //   GET  /.canopy/backup?ns=E, POST /.canopy/restore?ns=E, GET /.canopy/namespaces   see BackupAPI
 //
 // Admin means the admin credential or a token whose `admin` claim is true; the namespace's policy decides it
@@ -24,9 +27,17 @@ extension RESTHandler {
     func handleAdmin(_ request: HTTPRequest, method: String, _ responder: HTTPResponder) throws {
         var params: [String: String] = [:]
         for item in request.query { params[item.name] = item.value }
+        let action = String(request.path.dropFirst("/.canopy/".count))
+        if action == "namespaces" {
+            let asked = try? identify(request, params: params, namespace: namespaceName(request, params: params))
+            if asked?.isAdmin != true {
+                // An organiser's token: the events it administers (the admin credential gets BackupAPI's full list).
+                try listNamespaces(request, params: params, responder)
+                return
+            }
+        }
         let name = try namespaceName(request, params: params)
         let identity = try identify(request, params: params, namespace: name)
-        let action = String(request.path.dropFirst("/.canopy/".count))
         if try handleArchive(request, method: method, action: action, name: name, identity: identity, responder) {
             return
         }
@@ -36,8 +47,18 @@ extension RESTHandler {
         let existing = try context.namespace(name, create: false)
         let decision = context.authorize(.admin(action), at: .root, as: identity, in: name, namespace: existing, now: now)
         guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
+        if action == "whoami" {
+            guard method == "GET" else { throw RESTError(405, "Use GET /.canopy/whoami.") }
+            return whoami(name, identity: identity, exists: existing != nil, responder)
+        }
         guard let namespace = existing else {
             throw RESTError(404, "Unknown event '\(name)': the namespace has no data.")
+        }
+        if try handleConsole(
+            request, method: method, action: action, params: params, namespace: namespace, identity: identity,
+            now: now, responder)
+        {
+            return
         }
         let root = namespace.root
         let operation: AdminAction
@@ -49,15 +70,24 @@ extension RESTHandler {
             }
             return
         case ("POST", "dry-run"):
-            let directory = try parseDirectory(request.body, required: false)
-            namespace.whenDurable { _ in
-                responder.respond(.json(200, PublishEngine.dryRun(root: root, directory: directory)))
+            // The body's directory, else the one stored with the event (ConsoleAPI), else none.
+            let directory = try parseDirectory(request.body, required: false) ?? storedDirectory(root)?.directory
+            var answer = PublishEngine.dryRun(root: root, directory: directory)
+            if case .object(var members) = answer {
+                let incomplete = PublishEngine.incompleteItems(root: root)
+                members.append(JSONMember("incomplete", .array(incomplete.map(\.json))))
+                answer = .object(members)
             }
+            namespace.whenDurable { [answer] _ in responder.respond(.json(200, answer)) }
             return
-        case ("POST", "preview"):
+        case ("POST", "preview"), ("GET", "preview"):
             guard let attendeeID = params["attendee"] else { throw RESTError(400, "preview needs ?attendee=ID") }
-            guard let directory = try parseDirectory(request.body, required: true),
-                let attendee = directory.attendees.first(where: { $0.id == attendeeID })
+            guard let directory = try parseDirectory(request.body, required: false) ?? storedDirectory(root)?.directory
+            else {
+                throw RESTError(
+                    400, "preview needs the attendee directory: send it as the body or store it (PUT /.canopy/directory).")
+            }
+            guard let attendee = directory.attendees.first(where: { $0.id == attendeeID })
             else { throw RESTError(404, "Attendee '\(attendeeID)' is not in the directory.") }
             let pending = params["pending"] == "true"
             if pending { try PublishEngine.validate(root: root) }

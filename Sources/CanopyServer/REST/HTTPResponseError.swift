@@ -47,6 +47,14 @@ extension WriteError: HTTPResponseError {
         if case .conditionFailed(let current, _) = self {
             return .json(412, current.json(), extraHeaders: [("ETag", current.etag)])
         }
+        if case .publish(let error) = self, error.kind == .incomplete {
+            return .json(
+                status,
+                .object([
+                    JSONMember("error", .string(clientMessage)),
+                    JSONMember("incomplete", .array(error.incomplete.map(\.json))),
+                ]))
+        }
         return .json(status, .object([JSONMember("error", .string(clientMessage))]))
     }
 }
@@ -79,7 +87,19 @@ extension CredentialError: HTTPResponseError {
 extension JSONParseError: HTTPResponseError { var status: Int { 400 } }
 extension DataError: HTTPResponseError { var status: Int { 400 } }
 extension QueryError: HTTPResponseError { var status: Int { 400 } }
-extension RulesError: HTTPResponseError { var status: Int { 400 } }
+extension RulesError: HTTPResponseError {
+    var status: Int { 400 }
+
+    /// `{"error", "path", "line"?, "column"?}`: the console shows the error at its place in the text.
+    var httpResponse: HTTPResponse {
+        var members = [JSONMember("error", .string(userMessage)), JSONMember("path", .string(path))]
+        if let at = sourceLocation {
+            members.append(JSONMember("line", .int(Int64(at.line))))
+            members.append(JSONMember("column", .int(Int64(at.column))))
+        }
+        return .json(400, .object(members))
+    }
+}
 extension ExportDocumentError: HTTPResponseError { var status: Int { 400 } }
 
 /// A storage failure is the server's (a full disk included): 500, and nothing was changed.

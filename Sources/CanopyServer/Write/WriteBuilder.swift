@@ -52,12 +52,19 @@ enum WriteBuilder {
                 access: .update(childPaths: relative), path: path, mergeBase: path, resolved: .object(resolved))
         case .admin(let action):
             let writes: [(path: Path, node: Node)]
-            do {
+            do throws(PublishError) {
                 switch action {
-                case .publish(let item?):
-                    writes = try PublishEngine.publishItemWrites(root: root, key: item, now: now, publisher: publisher)
-                case .publish(nil):
-                    writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher)
+                case .publish(let item):
+                    if let item {
+                        writes = try PublishEngine.publishItemWrites(
+                            root: root, key: item, now: now, publisher: publisher)
+                    } else {
+                        writes = try PublishEngine.publishWrites(root: root, now: now, publisher: publisher)
+                    }
+                    // Only complete items are published (Completeness): nothing is written otherwise. Checked
+                    // after the items parsed, so an invalid item is reported as such first.
+                    let incomplete = PublishEngine.incompleteItems(root: root, keys: item.map { [$0] })
+                    guard incomplete.isEmpty else { throw PublishError(incomplete: incomplete) }
                 case .unpublish(let item):
                     writes = try PublishEngine.unpublishItemWrites(
                         root: root, key: item, now: now, publisher: publisher)

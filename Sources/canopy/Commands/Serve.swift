@@ -2,6 +2,7 @@
 
 import CCanopyLinux
 import CanopyCore
+import CanopyPublish
 import CanopyServer
 import CanopyStore
 
@@ -71,7 +72,8 @@ struct Serve: Command {
                          client has the proxy's address: raise it
           --max-longpoll-pending  MiB of long-poll segments waiting to be reassembled, all sessions together
                          (default 256); a request that would pass it gets 503 and its session ends
-          --demo         load the demo event (seed/canopy-demo-summit.json) into namespace canopy-demo-summit
+          --demo         load the demo event (seed/canopy-demo-summit.json, with seed/attendees.json as its
+                         stored directory) into namespace canopy-demo-summit
                          with the event rules, unless it already holds data
           --tls-cert     serve HTTPS, WSS and SSE over TLS 1.2/1.3 on the port with this PEM certificate chain
                          (server certificate first, then intermediates); reloaded with the key on SIGHUP
@@ -238,7 +240,11 @@ struct Serve: Command {
         try daemon.start()
         if demo {
             let seed = PackageFiles.path("seed/canopy-demo-summit.json")
-            let document = try ExportDocument.parse(Array(try readFile(seed).utf8))
+            var document = try ExportDocument.parse(Array(try readFile(seed).utf8))
+            // The demo event's attendee directory is stored with it, as the console uploads one (ConsoleAPI).
+            let attendees = try JSONValue.parse(try readFile(PackageFiles.path("seed/attendees.json")))
+            document.data = document.data.setting(
+                try Node.from(json: try DirectoryDocument(document: attendees).json), at: DirectoryDocument.path)
             let rules = try readFile(PackageFiles.path("rules/personalized-content.rules.json"))
             daemon.seedIfEmpty(namespace: "canopy-demo-summit", document: document, rulesSource: rules)
         }

@@ -47,7 +47,7 @@ import Testing
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new1",
             item: [
-                "order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["11"],
+                "order": -1, "type": "text", "title": "Doors open", "text": "Hall B, 8:00.", "tierIds": ["101"], "groupIds": ["11"],
                 "attendeeIds": ["100201"],
             ])
         try DemoEvent.publish(port: server.port, admin: server.admin)
@@ -55,7 +55,7 @@ import Testing
         // A second, separate publish: once it shows, every update of the first one has been seen.
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new2",
-            item: ["order": 100, "type": "text", "checkAll": true])
+            item: ["order": 100, "type": "text", "text": "See you there.", "checkAll": true])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { log.keys.count >= 3 })
         #expect(log.keys == [initial, ["-new1"] + initial, ["-new1"] + initial + ["-new2"]])

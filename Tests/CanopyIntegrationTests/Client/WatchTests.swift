@@ -36,14 +36,14 @@ import Testing
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new1",
             item: [
-                "order": -1, "type": "text", "title": "Doors open", "tierIds": ["101"], "groupIds": ["12"],
+                "order": -1, "type": "text", "title": "Doors open", "text": "Hall B, 8:00.", "tierIds": ["101"], "groupIds": ["12"],
                 "attendeeIds": ["100204"],
             ])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { watch.feedChanges.count >= 2 })
         try DemoEvent.addPending(
             port: server.port, admin: server.admin, key: "-new2",
-            item: ["order": 100, "type": "text", "checkAll": true])
+            item: ["order": 100, "type": "text", "text": "See you there.", "checkAll": true])
         try DemoEvent.publish(port: server.port, admin: server.admin)
         #expect(await eventually { watch.feedChanges.count >= 3 })
         #expect(watch.feedChanges == [initial, ["-new1"] + initial, ["-new1"] + initial + ["-new2"]])
