@@ -4,8 +4,9 @@
 // Both servers are child processes (so the client's CPU is this process's alone) and both promise the same thing:
 // a reply means the write is on disk (Canopy with --sync full; Redis fsyncs its append-only file before replying).
 // Every connection keeps one write in flight and sends the next when the reply comes, like a client awaiting each
-// acknowledgement; values are the same bytes on both sides. REST PUTs run on blocking keep-alive connections, one
-// thread each; wire-protocol and Redis connections share one event loop thread.
+// acknowledgement; values are the same bytes on both sides. Every side's connections share one event loop thread
+// (REST keep-alive, wire protocol, RESP alike): blocking connections on a thread each wake up staggered on a
+// loaded machine and split the writers into cohorts that each wait for their own fsync.
 
 import CanopyCore
 import CanopyNet
@@ -47,7 +48,6 @@ extension BenchCommand {
                 + "per row, one in flight per connection")
         if let skipped { print("redis rows skipped: \(skipped)") }
         let auth = [("Authorization", "Bearer \(credential)")]
-        let payload = Array(Self.durablePayload.utf8)
         let ns = "benchdurable"
         try preloadNamespace(port: daemon.port, auth: auth, ns: ns, nodes: 1_000, tls: nil)
         var rows: [Int: [String: DurableWriteRow]] = [:]
@@ -64,11 +64,9 @@ extension BenchCommand {
         for count in counts {
             let conn = count == 1 ? "1 conn" : "\(count) conns"
             let beforeREST = fsyncs()
-            let rest = try measure(
-                clients: count, total: writes, port: daemon.port, tls: nil, serverCPU: { daemon.cpuSeconds }
-            ) { client, i in
-                try client.request("PUT", "/items/r\(count)-\(i).json?ns=\(ns)&print=silent", headers: auth, body: payload)
-            }
+            let rest = try ClosedLoopWrites.run(
+                connections: count, total: writes, server: daemon,
+                target: RESTWriteTarget(port: daemon.port, namespace: ns, credential: credential, tag: "r\(count)"))
             let beforeWire = fsyncs()
             rows[count, default: [:]]["rest"] = row(
                 "canopy rest put, \(conn)", rest, fsyncs: difference(beforeREST, beforeWire))
@@ -323,5 +321,166 @@ final class RedisWriteTarget: DurableWriteTarget {
     func closeAll() {
         for connection in connections { connection.close() }
         connections = []
+    }
+}
+
+/// Canopy over REST: keep-alive `PUT /items/<tag>-<index>.json?print=silent` of the payload on a non-blocking socket
+/// of the event loop, acknowledged by a 2xx response once committed. (One loop thread for every connection, like the
+/// wire and Redis sides: thread-per-connection clients wake up staggered and split the writers into cohorts.)
+final class RESTWriteTarget: DurableWriteTarget {
+    private let port: Int
+    private let namespace: String
+    private let authorization: String
+    private let tag: String
+    private var connections: [LoopHTTPConnection] = []
+
+    init(port: Int, namespace: String, credential: String, tag: String) {
+        self.port = port
+        self.namespace = namespace
+        authorization = "Bearer \(credential)"
+        self.tag = tag
+    }
+
+    func open(_ c: Int, loop: EventLoop, run: ClosedLoopWrites) throws {
+        let connection = try LoopHTTPConnection(loop: loop, port: port)
+        connection.onOpen = { run.ready(c) }
+        connection.onFailure = { reason in run.fail("rest connection \(c): \(reason)") }
+        connection.onResponse = { status in
+            guard (200..<300).contains(status) else { return run.fail("rest connection \(c): PUT answered \(status)") }
+            run.acknowledged(c)
+        }
+        connections.append(connection)
+    }
+
+    func write(_ c: Int, index: Int) {
+        let body = BenchCommand.durablePayload
+        connections[c].send(
+            "PUT /items/\(tag)-\(index).json?ns=\(namespace)&print=silent HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+                + "Authorization: \(authorization)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+    }
+
+    func closeAll() {
+        for connection in connections { connection.close() }
+        connections = []
+    }
+}
+
+/// One keep-alive HTTP/1.1 client connection on an event loop, one request at a time; hands over each response's
+/// status once its body (by Content-Length, none for 204/304) has arrived. Loop-confined.
+final class LoopHTTPConnection {
+    private let loop: EventLoop
+    private let fd: Int32
+    private var connected = false
+    private var closed = false
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var input: [UInt8] = []
+
+    var onOpen: (() -> Void)?
+    var onResponse: ((Int) -> Void)?
+    var onFailure: ((String) -> Void)?
+
+    init(loop: EventLoop, port: Int) throws(NetError) {
+        self.loop = loop
+        fd = try Socket.connect(host: "127.0.0.1", port: port)
+        do {
+            // The registration holds the connection strongly until close().
+            try loop.register(fd: fd, readable: false, writable: true) { events in self.handle(events) }
+        } catch {
+            Socket.close(fd)
+            throw error
+        }
+    }
+
+    func send(_ request: String) {
+        guard !closed else { return }
+        output.append(contentsOf: request.utf8)
+        writeOutput()
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        onOpen = nil
+        onResponse = nil
+        onFailure = nil
+        loop.unregister(fd: fd)
+        Socket.close(fd)
+    }
+
+    private func handle(_ events: IOEvents) {
+        guard !closed else { return }
+        if !connected {
+            guard events.isWritable || events.isHangup else { return }
+            let error = Socket.pendingError(fd)
+            guard error == 0 else { return fail("connect failed (errno \(error))") }
+            connected = true
+            let callback = onOpen
+            onOpen = nil
+            callback?()
+            writeOutput()
+            return
+        }
+        if events.isWritable { writeOutput() }
+        if events.isReadable || events.isHangup { readOnce() }
+    }
+
+    private func writeOutput() {
+        guard connected, !closed else { return }
+        while outputOffset < output.count {
+            let result = output.withUnsafeBytes { raw in
+                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+            }
+            guard case .transferred(let count) = result else {
+                if result != .wouldBlock { return fail("write failed") }
+                break
+            }
+            outputOffset += count
+        }
+        let drained = outputOffset == output.count
+        if drained {
+            output.removeAll(keepingCapacity: true)
+            outputOffset = 0
+        }
+        loop.setInterest(fd: fd, readable: true, writable: !drained)
+    }
+
+    private func readOnce() {
+        switch Socket.read(fd, into: loop.readBuffer) {
+        case .transferred(let count):
+            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
+            parseResponses()
+        case .wouldBlock:
+            return
+        case .endOfFile, .failed:
+            fail("the server closed the connection")
+        }
+    }
+
+    private static let headEnd: [UInt8] = [13, 10, 13, 10]
+
+    private func parseResponses() {
+        while !closed, let end = input.firstRange(of: Self.headEnd)?.upperBound {
+            let head = String(decoding: input[..<end], as: UTF8.self)
+            let lines = head.split(separator: "\r\n")
+            guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
+                let status = Int(statusLine.dropFirst(9).prefix(3))
+            else { return fail("not an HTTP/1.1 response") }
+            var length = 0
+            for line in lines.dropFirst() where line.lowercased().hasPrefix("content-length:") {
+                length = Int(line.dropFirst(15).trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+            if status == 204 || status == 304 { length = 0 }
+            guard input.count >= end + length else { return }
+            input.removeFirst(end + length)
+            onResponse?(status)
+        }
+    }
+
+    private func fail(_ reason: String) {
+        let callback = onFailure
+        close()
+        callback?(reason)
     }
 }
