@@ -5,12 +5,12 @@
 # Installs what a fresh machine lacks: Debian's libsqlite3-dev and libssl-dev; prometheus (promtool and a real
 # Prometheus server, for the metrics tests), systemd (systemd-analyze, for the unit of `canopy service`) and
 # chromium + chromium-driver (headless Chromium for the console's browser tests); nats-server (the JetStream cluster
-# the CanopyNATS tests start); and local venvs for Python.
+# the CanopyNATS tests start); redis-server (the peer of `canopy bench fanout|write`); and local venvs for Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
-for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver nats-server; do
+for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver nats-server redis-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -19,7 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     # loopback port, so a packaged service that may start with the install is not used.
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-for tool in promtool prometheus systemd-analyze chromium chromedriver nats-server; do
+for tool in promtool prometheus systemd-analyze chromium chromedriver nats-server redis-server; do
     command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
 

@@ -98,7 +98,7 @@ final class FanoutCanopyTransport: FanoutTransport {
     ///
     /// The daemon writes replies as `{"t":"d","d":{"r":<n>,"b":{"s":"<status>",…}}}`; that shape is scanned without
     /// building a JSON tree (the writer gets one reply per write), anything else is parsed.
-    private static func reply(_ text: String) -> (Int64, String)? {
+    static func reply(_ text: String) -> (Int64, String)? {
         var text = text
         if let fast = text.withUTF8({ scanReply($0) }) { return fast }
         guard text.contains(#""r":"#), let json = try? JSONValue.parse(text),

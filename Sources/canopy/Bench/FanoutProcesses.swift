@@ -101,21 +101,28 @@ final class FanoutChild {
         return (child, credential)
     }
 
-    /// Starts `redis-server` on a free loopback port with persistence off; nil (with a note) if it is not installed.
-    static func startRedis(maxClients: Int) throws -> FanoutChild? {
+    /// Starts `redis-server` on a free loopback port; nil if it is not installed.
+    /// - Parameter durable: log every write to an append-only file fsynced before the reply (`--appendonly yes
+    ///   --appendfsync always`, in a fresh temporary directory), Redis's "acknowledged means on disk"; false turns
+    ///   persistence off (pub/sub needs none).
+    static func startRedis(maxClients: Int, durable: Bool = false) throws -> FanoutChild? {
         guard let executable = findExecutable("redis-server") else { return nil }
         let probe = try Socket.listen(host: "127.0.0.1", port: 0)
         Socket.close(probe.fd)
+        let directory = NSTemporaryDirectory() + "canopy-bench-redis-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
-            "--port", "\(probe.port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--port", "\(probe.port)", "--bind", "127.0.0.1", "--save", "", "--dir", directory,
             "--maxclients", "\(maxClients)", "--loglevel", "warning", "--daemonize", "no", "--protected-mode", "no",
-        ]
+        ] + (durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"])
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let child = FanoutChild(name: "redis", port: probe.port, process: process) {}
+        let child = FanoutChild(name: "redis", port: probe.port, process: process) {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
         guard waitUntilAccepting(port: probe.port, timeoutSeconds: 10) else {
             child.stop()
             throw CommandFailure("redis-server did not start listening on 127.0.0.1:\(probe.port)")

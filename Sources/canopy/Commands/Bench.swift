@@ -12,7 +12,7 @@ struct BenchCommand: Command {
     static let abstract =
         "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules), long soak (soak)."
     static let usage = """
-        canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal]
+        canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal] [--compare-redis | --no-redis]
                            [--tls | --compare-tls [--rounds <k>]] [--tls-cert <pem> --tls-key <pem> --tls-ca <pem>]
           Starts a daemon on a temporary data directory and drives it over loopback with small PUTs: sequential
           and with --clients concurrent connections (default 16), at two database sizes; then runs the same
@@ -21,6 +21,11 @@ struct BenchCommand: Command {
           instead starts a daemon process in plaintext and one over TLS per round (<k> rounds, default 3, taking
           turns at going first) and prints keep-alive PUTs/s at 1, --clients and 50 connections, daemon and
           client CPU per write, and the TLS/plaintext ratios.
+          Then (alone with --compare-redis) durable writes against redis-server --appendonly yes --appendfsync always,
+          both child processes, both replying only once the write is on disk: REST keep-alive PUT, wire-protocol
+          `p` awaiting its `ok`, and Redis SET of the same bytes, one write in flight per connection, at 1,
+          --clients and 50 connections; writes/s, p50/p99, server CPU per write, client cores and the Canopy/Redis
+          ratios. Redis rows are skipped, with the reason, when redis-server is not installed or with --no-redis.
         canopy bench rules [--iterations <n>]
         canopy bench fanout [--subscribers <n>[,<n>...]] [--writes <m>] [--rounds <k>] [--scenario a|b]
                             [--sync full|normal] [--url <url> --token <token>] [--no-redis]
@@ -69,6 +74,10 @@ struct BenchCommand: Command {
     var tlsOptions = BenchTLSOptions()
     /// `bench write --compare-tls` rounds (a plaintext and a TLS daemon each).
     var rounds = 3
+    /// `bench write --compare-redis`: only the durable-write rows against Redis (`appendfsync always`).
+    var compareRedisOnly = false
+    /// `bench write --no-redis`: the durable-write rows without Redis.
+    var skipRedis = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
         let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection"]
@@ -109,6 +118,8 @@ struct BenchCommand: Command {
             case "--tls" where kind == "write": writeTLS = true
             case "--compare-tls" where kind == "write": compareTLS = true
             case "--rounds" where kind == "write": rounds = try arguments.int(for: option, in: 1...20)
+            case "--compare-redis" where kind == "write": compareRedisOnly = true
+            case "--no-redis" where kind == "write": skipRedis = true
             case "--sync":
                 let mode = try arguments.value(for: option)
                 guard mode == "full" || mode == "normal" else {
@@ -124,6 +135,9 @@ struct BenchCommand: Command {
         try tlsOptions.validate()
         if tlsOptions.givesFiles && !compareTLS { writeTLS = true }
         if writeTLS && compareTLS { throw UsageError(message: "give --tls or --compare-tls, not both") }
+        if compareRedisOnly && (writeTLS || compareTLS) {
+            throw UsageError(message: "--compare-redis runs in plaintext: give it without --tls or --compare-tls")
+        }
     }
 
     func run() throws {
@@ -131,7 +145,14 @@ struct BenchCommand: Command {
             print("WARNING: debug build — run `swift build -c release` and use .build/release/canopy for real figures")
         #endif
         switch kind {
-        case "write": try compareTLS ? compareWritesOverTLS() : writeBenchmark()
+        case "write":
+            if compareTLS {
+                try compareWritesOverTLS()
+            } else if compareRedisOnly {
+                try compareDurableWritesWithRedis()
+            } else {
+                try writeBenchmark()
+            }
         case "fanout": try fanout?.run()
         case "publish": try publish?.run()
         case "isolation": try isolation?.run()
@@ -221,6 +242,12 @@ struct BenchCommand: Command {
                 format: "ratio large/small db, sequential put p50: %.2f, get p50: %.2f",
                 results[3].1.p50 / results[0].1.p50,
                 results[5].1.p50 / results[2].1.p50))
+        print("")
+        if tls == nil {
+            try compareDurableWritesWithRedis()
+        } else {
+            print("durable-write rows against redis skipped over TLS (run them with --compare-redis, in plaintext)")
+        }
     }
 
     func preloadNamespace(port: Int, auth: [(String, String)], ns: String, nodes: Int, tls: TLSClientContext?) throws {
