@@ -49,8 +49,8 @@ let package = Package(
             dependencies: [
                 "CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux",
             ],
-            // The console's files are compiled in from ConsoleAssets+Files.swift (Console/embed-assets.py).
-            exclude: ["Console/Assets", "Console/embed-assets.py"],
+            // The console's files are compiled in as byte arrays (`PackageResources`, see ConsoleAssets).
+            resources: [.embedInCode("Console/Assets")],
             swiftSettings: settings
         ),
         .target(

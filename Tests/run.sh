@@ -23,9 +23,6 @@ for tool in promtool prometheus systemd-analyze chromium chromedriver nats-serve
     command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
 
-echo "== console assets (Sources/CanopyServer/Console: the embedded copy matches Console/Assets)"
-python3 Sources/CanopyServer/Console/embed-assets.py --check
-
 echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build -Xswiftc -warnings-as-errors >/dev/null

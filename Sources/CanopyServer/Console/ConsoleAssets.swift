@@ -1,7 +1,7 @@
 // ConsoleAssets -- the organiser's console (`/.canopy/console/`): its files, compiled into the binary.
 //
 // The page is static HTML, CSS and JavaScript written for Canopy. The files live in Console/Assets (edit them
-// there); embed-assets.py copies them into ConsoleAssets+Files.swift as string literals, so the installed binary
+// there); SwiftPM compiles them in as byte arrays (`.embedInCode`, `PackageResources`), so the installed binary
 // serves them with nothing next to it, no CDN and no third-party code. The page talks to the daemon only through
 // the public APIs (REST, SSE, `/.canopy/*`): everything it does is also scriptable.
 // Architecture.md#The-organiser-console has the design.
@@ -17,9 +17,9 @@ struct ConsoleAsset: Sendable {
     /// A strong validator: a SHA-256 prefix of the body, quoted.
     let etag: String
 
-    init(_ contentType: String, _ text: String) {
+    init(_ contentType: String, _ body: [UInt8]) {
         self.contentType = contentType
-        self.body = Array(text.utf8)
+        self.body = body
         self.etag = "\"" + String(Hash.sha256Hex(body).prefix(32)) + "\""
     }
 }
@@ -32,8 +32,18 @@ enum ConsoleAssets {
     static let svg = "image/svg+xml"
 
     static let files: [String: ConsoleAsset] = {
+        let sources: [(name: String, contentType: String, body: [UInt8])] = [
+            ("index.html", html, PackageResources.index_html),
+            ("console.css", css, PackageResources.console_css),
+            ("api.js", javascript, PackageResources.api_js),
+            ("app.js", javascript, PackageResources.app_js),
+            ("content.js", javascript, PackageResources.content_js),
+            ("tabs.js", javascript, PackageResources.tabs_js),
+            ("util.js", javascript, PackageResources.util_js),
+            ("favicon.svg", svg, PackageResources.favicon_svg),
+        ]
         var files: [String: ConsoleAsset] = [:]
-        for source in sources { files[source.name] = ConsoleAsset(source.contentType, source.text) }
+        for source in sources { files[source.name] = ConsoleAsset(source.contentType, source.body) }
         files[""] = files["index.html"]
         return files
     }()
