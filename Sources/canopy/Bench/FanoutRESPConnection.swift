@@ -1,6 +1,5 @@
 // FanoutRESPConnection -- a minimal non-blocking RESP2 client connection for the Redis side of the fan-out bench.
 
-import CCanopyLinux
 import CanopyNet
 
 /// One TCP connection speaking RESP2 on an EventLoop: commands out (batched once per loop pass), replies in.
@@ -8,120 +7,52 @@ import CanopyNet
 final class FanoutRESPConnection {
     private static let maxBufferedInput = 64 * 1024 * 1024
 
-    private let loop: EventLoop
-    private let fd: Int32
-    private var connected = false
-    private var closed = false
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var isFlushQueued = false
+    private let socket: LoopClientSocket
     private var input: [UInt8] = []
     private var inputOffset = 0
 
     /// Called once the TCP connection is established.
-    var onOpen: (() -> Void)?
+    var onOpen: (() -> Void)? {
+        get { socket.onOpen }
+        set { socket.onOpen = newValue }
+    }
     /// Called for each complete reply with its elements.
     var onReply: (([ArraySlice<UInt8>]) -> Void)?
     /// Called once when the connection fails or the server closes it.
-    var onFailure: ((String) -> Void)?
+    var onFailure: ((String) -> Void)? {
+        get { socket.onFailure }
+        set { socket.onFailure = newValue }
+    }
+
+    private var closed: Bool { socket.closed }
 
     init(loop: EventLoop, host: String, port: Int) throws(NetError) {
-        self.loop = loop
-        fd = try Socket.connect(host: host, port: port)
-        do {
-            // The registration holds the connection strongly until close().
-            try loop.register(fd: fd, readable: false, writable: true) { events in self.handle(events) }
-        } catch {
-            Socket.close(fd)
-            throw error
+        socket = try LoopClientSocket(loop: loop, host: host, port: port)
+        socket.onInput = { [unowned self] bytes in
+            input.append(contentsOf: bytes)
+            parseReplies()
         }
     }
 
     /// Queues one command (an array of bulk strings).
     func send(_ words: [String]) {
         guard !closed else { return }
-        output.append(contentsOf: "*\(words.count)\r\n".utf8)
+        socket.queue("*\(words.count)\r\n".utf8)
         for word in words {
-            output.append(contentsOf: "$\(word.utf8.count)\r\n".utf8)
-            output.append(contentsOf: word.utf8)
-            output.append(contentsOf: [13, 10])
+            socket.queue("$\(word.utf8.count)\r\n".utf8)
+            socket.queue(word.utf8)
+            socket.queue([13, 10])
         }
-        guard connected, !isFlushQueued else { return }
-        isFlushQueued = true
-        loop.enqueueFlush { [weak self] in
-            guard let self else { return }
-            self.isFlushQueued = false
-            self.writeOutput()
-        }
+        socket.flushAtEndOfPass()
     }
 
     /// Closes the socket now; no callbacks follow.
     func close() {
-        guard !closed else { return }
-        closed = true
-        onOpen = nil
         onReply = nil
-        onFailure = nil
-        loop.unregister(fd: fd)
-        Socket.close(fd)
+        socket.close()
     }
 
-    // MARK: Events
-
-    private func handle(_ events: IOEvents) {
-        guard !closed else { return }
-        if !connected {
-            guard events.isWritable || events.isHangup else { return }
-            let error = Socket.pendingError(fd)
-            guard error == 0 else { return fail("connect failed (errno \(error))") }
-            connected = true
-            let callback = onOpen
-            onOpen = nil
-            callback?()
-            writeOutput()
-            return
-        }
-        if events.isWritable { writeOutput() }
-        if events.isReadable || events.isHangup { readOnce() }
-    }
-
-    private func readOnce() {
-        switch Socket.read(fd, into: loop.readBuffer) {
-        case .transferred(let count):
-            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
-            parseReplies()
-        case .wouldBlock:
-            return
-        case .endOfFile, .failed:
-            fail("the server closed the connection")
-        }
-    }
-
-    private func writeOutput() {
-        guard connected, !closed else { return }
-        while outputOffset < output.count {
-            let result = output.withUnsafeBytes { raw in
-                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
-            }
-            guard case .transferred(let count) = result else {
-                if result != .wouldBlock { return fail("write failed") }
-                break
-            }
-            outputOffset += count
-        }
-        let drained = outputOffset == output.count
-        if drained {
-            output.removeAll(keepingCapacity: true)
-            outputOffset = 0
-        }
-        loop.setInterest(fd: fd, readable: true, writable: !drained)
-    }
-
-    private func fail(_ reason: String) {
-        let callback = onFailure
-        close()
-        callback?(reason)
-    }
+    private func fail(_ reason: String) { socket.fail(reason) }
 
     // MARK: RESP parsing
 

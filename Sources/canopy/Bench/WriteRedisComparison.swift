@@ -369,93 +369,37 @@ final class RESTWriteTarget: DurableWriteTarget {
 /// One keep-alive HTTP/1.1 client connection on an event loop, one request at a time; hands over each response's
 /// status once its body (by Content-Length, none for 204/304) has arrived. Loop-confined.
 final class LoopHTTPConnection {
-    private let loop: EventLoop
-    private let fd: Int32
-    private var connected = false
-    private var closed = false
-    private var output: [UInt8] = []
-    private var outputOffset = 0
+    private let socket: LoopClientSocket
     private var input: [UInt8] = []
 
-    var onOpen: (() -> Void)?
+    var onOpen: (() -> Void)? {
+        get { socket.onOpen }
+        set { socket.onOpen = newValue }
+    }
     var onResponse: ((Int) -> Void)?
-    var onFailure: ((String) -> Void)?
+    var onFailure: ((String) -> Void)? {
+        get { socket.onFailure }
+        set { socket.onFailure = newValue }
+    }
+
+    private var closed: Bool { socket.closed }
 
     init(loop: EventLoop, port: Int) throws(NetError) {
-        self.loop = loop
-        fd = try Socket.connect(host: "127.0.0.1", port: port)
-        do {
-            // The registration holds the connection strongly until close().
-            try loop.register(fd: fd, readable: false, writable: true) { events in self.handle(events) }
-        } catch {
-            Socket.close(fd)
-            throw error
+        socket = try LoopClientSocket(loop: loop, host: "127.0.0.1", port: port)
+        socket.onInput = { [unowned self] bytes in
+            input.append(contentsOf: bytes)
+            parseResponses()
         }
     }
 
     func send(_ request: String) {
-        guard !closed else { return }
-        output.append(contentsOf: request.utf8)
-        writeOutput()
+        socket.queue(request.utf8)
+        socket.flush()
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        onOpen = nil
         onResponse = nil
-        onFailure = nil
-        loop.unregister(fd: fd)
-        Socket.close(fd)
-    }
-
-    private func handle(_ events: IOEvents) {
-        guard !closed else { return }
-        if !connected {
-            guard events.isWritable || events.isHangup else { return }
-            let error = Socket.pendingError(fd)
-            guard error == 0 else { return fail("connect failed (errno \(error))") }
-            connected = true
-            let callback = onOpen
-            onOpen = nil
-            callback?()
-            writeOutput()
-            return
-        }
-        if events.isWritable { writeOutput() }
-        if events.isReadable || events.isHangup { readOnce() }
-    }
-
-    private func writeOutput() {
-        guard connected, !closed else { return }
-        while outputOffset < output.count {
-            let result = output.withUnsafeBytes { raw in
-                Socket.write(fd, UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
-            }
-            guard case .transferred(let count) = result else {
-                if result != .wouldBlock { return fail("write failed") }
-                break
-            }
-            outputOffset += count
-        }
-        let drained = outputOffset == output.count
-        if drained {
-            output.removeAll(keepingCapacity: true)
-            outputOffset = 0
-        }
-        loop.setInterest(fd: fd, readable: true, writable: !drained)
-    }
-
-    private func readOnce() {
-        switch Socket.read(fd, into: loop.readBuffer) {
-        case .transferred(let count):
-            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readBuffer[0..<count]))
-            parseResponses()
-        case .wouldBlock:
-            return
-        case .endOfFile, .failed:
-            fail("the server closed the connection")
-        }
+        socket.close()
     }
 
     private static let headEnd: [UInt8] = [13, 10, 13, 10]
@@ -478,9 +422,5 @@ final class LoopHTTPConnection {
         }
     }
 
-    private func fail(_ reason: String) {
-        let callback = onFailure
-        close()
-        callback?(reason)
-    }
+    private func fail(_ reason: String) { socket.fail(reason) }
 }
