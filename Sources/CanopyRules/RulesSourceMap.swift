@@ -22,8 +22,11 @@ struct RulesSourceMap {
         values["/"] = SourceLocation(line: 1, column: 1)
         skipSpace()
         values["/"] = here
-        value(path: "")
+        value(path: "", depth: 0)
     }
+
+    /// Deeper than this the map records nothing more (the loader's own depth limit is far below it).
+    static let maximumDepth = 512
 
     /// Where the error is in the text: inside the rule string for expression errors, else at the member's key.
     func location(of error: RulesError) -> SourceLocation {
@@ -89,9 +92,16 @@ struct RulesSourceMap {
         return String(out)
     }
 
-    private mutating func value(path: String) {
+    /// Reads one value at `path`. Whatever the text holds, each call either consumes at least one scalar or
+    /// returns at a closer its caller consumes, so the walk ends (a text the map misreads costs a wrong position,
+    /// never a loop: the fuzzer found one where `[ … }` spun forever).
+    private mutating func value(path: String, depth: Int) {
         skipSpace()
         guard let c = peek() else { return }
+        guard depth < Self.maximumDepth else {
+            advance()
+            return
+        }
         switch c {
         case "{":
             advance()
@@ -106,6 +116,10 @@ struct RulesSourceMap {
                     advance()
                     continue
                 }
+                if d == "]" {
+                    advance()
+                    continue
+                }
                 let keyAt = here
                 let key = d == "\"" ? string() : ""
                 if d != "\"" { advance() }
@@ -115,7 +129,7 @@ struct RulesSourceMap {
                 if peek() == ":" { advance() }
                 skipSpace()
                 values[member] = here
-                value(path: member)
+                value(path: member, depth: depth + 1)
             }
         case "[":
             advance()
@@ -127,20 +141,24 @@ struct RulesSourceMap {
                     advance()
                     return
                 }
-                if d == "," {
+                if d == "," || d == "}" || d == ":" {
                     advance()
                     continue
                 }
                 let member = path + "/\(position)"
                 values[member] = here
                 keys[member] = here
-                value(path: member)
+                let before = index
+                value(path: member, depth: depth + 1)
+                if index == before { advance() }
                 position += 1
             }
         case "\"":
             _ = string()
         default:
-            while let d = peek(), !(d == "," || d == "}" || d == "]" || d == " " || d == "\n" || d == "\t" || d == "\r")
+            // A literal (number, true, false, null) ends where a comment starts, as the loader reads it.
+            while let d = peek(), !(d == "," || d == "}" || d == "]" || d == " " || d == "\n" || d == "\t" || d == "\r"),
+                !(d == "/" && (peek(1) == "/" || peek(1) == "*"))
             {
                 advance()
             }

@@ -125,6 +125,8 @@ import Testing
         ("{\"rules\": {\".read\": \"x\\\"y\"}}", 1, 23),
         ("[1]", 1, 1),
         ("{\"rules\": {\n", 2, 1),
+        // A literal ends where a comment begins: the map must not read the comment as more of the document.
+        ("{\"rules\": {\".read\": false// x\n, \".foo\": true}}", 2, 3),
     ])
     func aCompileErrorNamesItsPlaceInTheText(source: String, line: Int, column: Int) {
         #expect(throws: (any Error).self) { try CompiledRules.compile(source: source) }
@@ -133,5 +135,23 @@ import Testing
         } catch {
             #expect(error.sourceLocation == SourceLocation(line: line, column: column), "\(error.userMessage)")
         }
+    }
+}
+
+@Suite struct RulesSourceMapTermination {
+    /// Found by the Rules fuzzer (corpus e101d49aaf4a180c): a comment after a literal that the source map read as
+    /// `[ … }` made it loop forever, growing its tables until memory ran out (45 s, then out of memory, on the
+    /// code before the fix). Any text must map in time proportional to its length.
+    @Test func aCommentAfterALiteralFullOfBracketsEnds() {
+        let source =
+            (
+                "// 0anopy default\u{18}ru\u{0}L\u{0}\u{0}\u{0}r writes.\n{\n  \"chipyrite\": false//\"chip" +
+                "yrite\": false//String().toLo)?auth.iri().towerCase()? 7 : t*rusString().toLo)? 7 : t*rusS" +
+                "tring().toLower?ase()? 7ring().toLower?ase(-? 8 : t* 7 : t*rusString().toLowe(g().toLowerC" +
+                "ase()? )? 7 : t*rusString().toLo)? 7 : String(). ru\u{0}L\u{0}\u{0}\u{0}rionc(cionssnncent" +
+                ", pendingCo~\u{0}\u{0}\u{0}n;tent,wnssnncenta45<45, pdndf.\u{b}ex\".validate\":[[ wrquery." +
+                "li, pdndf.\u{b}ex\".validate\"[ w:[rquery.limitToFirst--ad\": \"uu!\ttoLower?ase()pyrite\"" +
+                ": false// ii---------/--------.chip[[[(cfyrite\": falns(se// i}\n}\n")
+        #expect(throws: RulesError.self) { try CompiledRules.compile(source: source) }
     }
 }
