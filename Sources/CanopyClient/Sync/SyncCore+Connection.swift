@@ -59,8 +59,9 @@ extension SyncCore {
 
     private func openTransport(_ attempt: Int) {
         assembler = FrameAssembler()
+        resetInAttempt = false
         do {
-            transport = try makeTransport(endpoint) { [weak self] event in
+            transport = try makeTransport(redirect ?? endpoint) { [weak self] event in
                 guard let self else { return }
                 self.queue.async { self.transportEvent(event, attempt: attempt) }
             }
@@ -79,6 +80,12 @@ extension SyncCore {
         case .closed(let reason):
             logger.debug("client.connection_closed", ["reason": reason])
             lastConnectionError = reason
+            // A connection that failed before its handshake, to a host a reset named, means that node is gone:
+            // back to the configured one (the connection that brought the reset itself ends this way too).
+            if !connection.isConnected, redirect != nil, !resetInAttempt {
+                logger.info("client.redirect_failed", ["host": redirect.map { "\($0.host):\($0.port)" } ?? ""])
+                redirect = nil
+            }
             drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
         case .text(let frame):
             do {
@@ -103,6 +110,10 @@ extension SyncCore {
         case .control(let type, let payload):
             switch type {
             case Wire.Control.reset:
+                if let host = payload.stringValue {
+                    follow(resetTo: host)
+                    resetInAttempt = true
+                }
                 drive { machine, now in machine.serverRequestedReconnect(now: now) }
             case Wire.Control.shutdown:
                 logger.warning("client.server_shutdown", ["reason": payload.stringValue ?? ""])
@@ -115,6 +126,24 @@ extension SyncCore {
         case .push(let action, let body):
             handlePush(action, body)
         }
+    }
+
+    /// Remembers the host a reset names (`host` or `host:port`) as where to connect next.
+    private func follow(resetTo host: String) {
+        var next = redirect ?? endpoint
+        var name = Substring(host)
+        var port = next.port
+        if let colon = name.lastIndex(of: ":"), let number = Int(name[name.index(after: colon)...]),
+            (1...65535).contains(number)
+        {
+            port = number
+            name = name[..<colon]
+        }
+        guard !name.isEmpty else { return }
+        next.host = String(name)
+        next.port = port
+        redirect = next == endpoint ? nil : next
+        if redirect != nil { logger.info("client.redirected", ["host": host]) }
     }
 
     /// Sends a data request now (connected) and routes its reply to `handler`. The frames wait while store

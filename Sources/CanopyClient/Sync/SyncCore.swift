@@ -47,6 +47,12 @@ final class SyncCore: @unchecked Sendable {
 
     // the current transport
     var transport: (any ClientTransport)?
+    /// Where a server's reset (`{"t":"c","d":{"t":"r","d":"host:port"}}`) sent the client: a cluster node that
+    /// does not serve the namespace names the one that does. Used until a connection to it fails before its
+    /// handshake (that node died), then the configured endpoint is tried again. Queue only.
+    var redirect: Endpoint?
+    /// Whether the current connection attempt received a reset (a node redirecting before its handshake). Queue only.
+    var resetInAttempt = false
     var assembler = FrameAssembler()
     /// The earliest connection deadline a timer is armed for.
     var armedDeadline: MonotonicInstant?
