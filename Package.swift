@@ -47,7 +47,8 @@ let package = Package(
         .target(
             name: "CanopyServer",
             dependencies: [
-                "CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CCanopyLinux",
+                "CanopyCore", "CanopyNet", "CanopyStore", "CanopyRules", "CanopyAuth", "CanopyPublish", "CanopyNATS",
+                "CCanopyLinux",
             ],
             // The console's files are compiled in as byte arrays (`PackageResources`, see ConsoleAssets).
             resources: [.embedInCode("Console/Assets")],
@@ -65,7 +66,7 @@ let package = Package(
             name: "canopy",
             dependencies: [
                 "CanopyCore", "CanopyServer", "CanopyAuth", "CanopyRules", "CanopyStore", "CanopyNet", "CanopyPublish",
-                "CanopyClient",
+                "CanopyNATS", "CanopyClient",
             ],
             swiftSettings: settings
         ),

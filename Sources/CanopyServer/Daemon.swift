@@ -29,6 +29,8 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     /// Held from `init` until the stopped daemon has closed its databases (then another may use the directory).
     private var directoryLock: DataDirectory.Lock?
     private let logger = Logger(label: "canopy.server")
+    /// Cluster mode: this node's membership, left on shutdown.
+    private var clusterNode: ClusterNode?
 
     public init(configuration: ServerConfiguration) throws {
         self.configuration = configuration
@@ -84,7 +86,25 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let hub = RealtimeHub(context: context, loop: loop)
         context.realtime = hub
         registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
+        registry.onDeposed = { [unowned hub] namespace in hub.namespaceDeposed(namespace) }
+        if let cluster = configuration.cluster {
+            try joinCluster(cluster, registry: registry)
+        }
         return context
+    }
+
+    /// Joins the cluster (Cluster.md): connects to NATS, registers this node's lease, and from then on claims
+    /// namespaces as they are used, or as their owners die.
+    private func joinCluster(_ cluster: ClusterConfiguration, registry: NamespaceRegistry) throws {
+        let node = try ClusterNode(configuration: cluster)
+        registry.cluster = node
+        let loop = self.loop
+        let bound = LoopBound(registry, loop: loop)
+        node.onOrphan = { name in loop.execute { bound.value?.claimOrphan(name) } }
+        node.onLeaseLost = { loop.execute { bound.value?.deposeAll(reason: "this node's cluster lease was lost") } }
+        node.start()
+        clusterNode = node
+        logger.notice("cluster.joined", ["node": cluster.node, "advertise": cluster.advertise])
     }
 
     /// Performs one write as the admin on `namespace` of a data directory that no daemon serves (offline
@@ -256,6 +276,9 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
             self.drainDeadline = nil
             self.server = nil
             self.context?.registry.closeAll()
+            // Leaving the cluster on purpose: the lease goes now, so other nodes take the namespaces at once.
+            self.clusterNode?.stop()
+            self.clusterNode = nil
             self.directoryLock = nil
             if let metricsServer = self.metricsServer {
                 metricsServer.shutdown(graceful: false) { _ = metricsServer }

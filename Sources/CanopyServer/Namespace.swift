@@ -41,6 +41,12 @@ public final class Namespace {
     /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
     /// reads, listens and refused writes of a namespace that holds nothing create no file and no threads.
     var store: NamespaceStore?
+    /// Cluster mode: the replicated log this node appends the namespace's batches to as its owner (nil in
+    /// single-node mode). Every batch is in the log before it is written to `store` and shown.
+    var log: NamespaceLog?
+    /// Cluster mode: another node owns the namespace now; this object is no longer served (its last writers and
+    /// listeners are being sent away).
+    var isDeposed = false
     /// Creates the file of a new namespace on a store thread and calls back there with the open store.
     private let openStore: (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void
     let loop: EventLoop
@@ -207,18 +213,35 @@ public final class Namespace {
         inFlight.append(InFlightBatch(waiters: open.waiters, before: open.before, operations: open.operations, id: id))
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
-        store.submit(
-            open.mutations,
-            visible: { loop.execute { bound.value?.batchVisible(id) } }
-        ) { result in
-            let ok: Bool
-            switch result {
-            case .success: ok = true
-            case .failure(let error):
-                ok = false
-                Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
+        let mutations = open.mutations
+        let submit: @Sendable () -> Void = {
+            store.submit(
+                mutations,
+                visible: { loop.execute { bound.value?.batchVisible(id) } }
+            ) { result in
+                let ok: Bool
+                switch result {
+                case .success: ok = true
+                case .failure(let error):
+                    ok = false
+                    Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
+                }
+                loop.execute { bound.value?.batchCompleted(ok: ok) }
             }
-            loop.execute { bound.value?.batchCompleted(ok: ok) }
+        }
+        guard let log else { return submit() }
+        // Cluster mode: the batch is first stored in the namespace's replicated log; only then is it written to
+        // the local file (a cache) and shown to listeners, so nobody sees a write that a failover could lose.
+        // Appends complete in order, and a failed one still passes through the store's queue (an empty
+        // submission) so that completions reach the loop in batch order.
+        let name = self.name
+        log.append(ClusterBatch.encode(open.operations)) { result in
+            switch result {
+            case .success: submit()
+            case .failure(let failure):
+                Logger(label: "canopy.cluster").error("cluster.append_failed", ["ns": name, "error": "\(failure)"])
+                store.submit([]) { _ in loop.execute { bound.value?.batchCompleted(ok: false) } }
+            }
         }
     }
 

@@ -85,6 +85,11 @@ extension NamespaceRegistry {
     /// Drops an idle namespace's tree and closes its file on a store thread.
     private func close(_ name: String) {
         guard let namespace = open.removeValue(forKey: name), let store = namespace.detachStore() else { return }
+        // Cluster mode: the node stops appending; its owner record stays, so the next use claims it again here.
+        if let log = namespace.log {
+            cluster?.giveUp(log)
+            namespace.log = nil
+        }
         closing[name] = store
         logger.debug("ns.closing", ["ns": name])
         let loop = self.loop

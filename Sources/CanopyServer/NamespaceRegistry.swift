@@ -17,7 +17,7 @@ public final class NamespaceRegistry {
     var open: [String: Namespace] = [:]
     /// `open.count` after the last `forgetUnused()`; the next one runs once the count has doubled.
     private var countAfterSweep = 0
-    private let directory: DataDirectory
+    let directory: DataDirectory
     /// Rules every namespace starts with when it has none of its own (from `--rules`, else admin-only).
     private let defaultRules: (policy: any AccessPolicy, source: String?)
     let logger = Logger(label: "canopy.server")
@@ -38,6 +38,13 @@ public final class NamespaceRegistry {
     var archiving: Set<String> = []
     /// The idle sweep's timer (armed while namespaces with files are open).
     var idleTimer: TimerHandle?
+    /// Cluster mode: this node's membership (nil in single-node mode). A namespace is served only while this
+    /// node owns it; see NamespaceRegistry+Cluster.
+    var cluster: ClusterNode?
+    /// Cluster mode: namespaces recently found to be served by another node, and until when that is trusted.
+    var redirects: [String: (url: String, until: UInt64)] = [:]
+    /// Cluster mode: a namespace stopped being served here (another node owns it now); its sessions must go.
+    public var onDeposed: ((Namespace) -> Void)?
 
     /// The requests waiting for one namespace to load.
     struct Loading {
@@ -72,10 +79,23 @@ public final class NamespaceRegistry {
     ///   started: use `whenOpen` to wait for it), `StoreError`/`CanopyError` for a bad name.
     public func namespace(_ name: String, create: Bool) throws -> Namespace? {
         if let existing = open[name] {
+            // Cluster mode: past its lease (cut off from NATS, or paused) a node serves nothing it owned: another
+            // node may own it already (Cluster.md#Ownership-leases-and-fencing, local expiry).
+            if existing.log != nil, let cluster, !cluster.leaseIsValid {
+                throw NamespaceUnavailable.leaseExpired(namespace: name)
+            }
             touch(existing)
             return existing
         }
         let file = try directory.storePath(for: name)
+        if cluster != nil {
+            // Served here only once claimed (or refused by its owner node): every first use waits for the claim.
+            if let url = rememberedRedirect(name), loading[name] == nil {
+                throw NamespaceUnavailable.elsewhere(namespace: name, node: "", url: url)
+            }
+            startLoading(name)
+            throw NamespaceUnavailable.loading(namespace: name)
+        }
         if fileExists(file) || (closing[name] != nil) || loading[name] != nil {
             startLoading(name)
             throw NamespaceUnavailable.loading(namespace: name)
@@ -121,6 +141,7 @@ public final class NamespaceRegistry {
     func mustWait(for name: String) -> Bool {
         guard open[name] == nil else { return false }
         guard let file = try? directory.storePath(for: name) else { return false }
+        if cluster != nil { return true }
         return loading[name] != nil || (closing[name] != nil) || fileExists(file)
     }
 
@@ -130,6 +151,7 @@ public final class NamespaceRegistry {
         defer { loading[name] = entry }
         guard !entry.isStarted, !(closing[name] != nil), let file = try? directory.storePath(for: name) else { return }
         entry.isStarted = true
+        if let cluster { return startClusterLoading(name, node: cluster, file: file) }
         let options = storeOptions(for: name)
         let pool = self.pool
         let hook = configuration.beforeNamespaceLoad
@@ -155,15 +177,18 @@ public final class NamespaceRegistry {
         var store: NamespaceStore
         var root: Node
         var bytes: Int
+        /// Cluster mode: the log of the namespace this node claimed.
+        var log: NamespaceLog? = nil
     }
 
-    private func loaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
+    func loaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
         let entry = loading.removeValue(forKey: name) ?? Loading()
         let outcome: Result<Namespace, NamespaceUnavailable>
         switch result {
         case .success(let tree):
             let namespace = makeNamespace(
                 name, store: tree.store, root: tree.root, bytes: tree.bytes)
+            namespace.log = tree.log
             register(namespace)
             outcome = .success(namespace)
         case .failure(let error):
@@ -253,6 +278,17 @@ public final class NamespaceRegistry {
             throw error
         }
         if namespace.rulesFailure != nil { logger.notice("rules.repaired", ["ns": namespace.name]) }
+        if let log = namespace.log {
+            // Cluster mode: the rules travel in the log, after the writes made before them, so a node that takes
+            // the namespace over serves them (Cluster.md#What-is-replicated).
+            namespace.flush()
+            let name = namespace.name
+            log.append(ClusterBatch.encodeRules(source)) { result in
+                if case .failure(let failure) = result {
+                    Logger(label: "canopy.cluster").error("cluster.rules_append_failed", ["ns": name, "error": "\(failure)"])
+                }
+            }
+        }
         namespace.policy = RulesPolicy(rules: compiled)
         namespace.rulesSource = source
         namespace.rulesFailure = nil

@@ -18,11 +18,18 @@ public enum NamespaceUnavailable: CanopyError {
     /// `CommitSequenceFile`): the namespace refuses service until the operator restores its files or accepts the
     /// loss with `canopy serve --accept-data-loss <namespace>`. `expected` is nil when the record itself is damaged.
     case dataLoss(namespace: String, expected: UInt64?, found: UInt64)
+    /// Cluster mode: another node owns the namespace (`url`, its advertised address); clients are sent there.
+    case elsewhere(namespace: String, node: String, url: String)
+    /// Cluster mode: this node's lease is not valid (NATS unreachable, or the process was paused); it serves
+    /// nothing it owned until the lease is renewed or another node owns the namespace.
+    case leaseExpired(namespace: String)
 
     public var code: String {
         switch self {
         case .failed: "namespace_failed"
         case .dataLoss: "namespace_data_loss"
+        case .elsewhere: "namespace_elsewhere"
+        case .leaseExpired: "cluster_lease_expired"
         default: "namespace_loading"
         }
     }
@@ -33,6 +40,9 @@ public enum NamespaceUnavailable: CanopyError {
         case .timedOut(let name, let ms): "Namespace '\(name)' did not finish loading within \(ms) ms; try again."
         case .tooManyWaiting(let name): "Too many requests are waiting for namespace '\(name)' to load; try again."
         case .failed(let name, _): "The database for namespace '\(name)' could not be opened."
+        case .elsewhere(let name, _, let url): "Namespace '\(name)' is served by \(url)."
+        case .leaseExpired(let name):
+            "Namespace '\(name)' is unavailable on this node: its cluster lease is not valid; try again shortly."
         case .dataLoss(let name, let expected?, let found):
             "Namespace '\(name)' refuses service: committed writes are missing from its database (expected revision"
                 + " \(expected), found revision \(found): the last \(expected - found) commits are lost; its"

@@ -13,6 +13,9 @@ public struct ServerConfiguration: Sendable {
     public var defaultNamespace = "default"
     /// Emulator compatibility: `Authorization: Bearer owner` is the admin, unsigned tokens are accepted.
     public var emulator = false
+    /// `--cluster`, `--node`, `--advertise`: join a cluster on NATS JetStream (Cluster.md); nil runs on the
+    /// embedded store alone, as always.
+    public var cluster: ClusterConfiguration?
     /// Rules file loaded at start for every namespace that has no rules of its own.
     public var rulesFile: String?
     /// PEM or JWKS files with public keys of external identity providers (RS256/ES256).

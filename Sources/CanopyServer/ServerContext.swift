@@ -103,12 +103,39 @@ final class ServerContext {
         registry.whenOpen(name, create: false) { [weak self] result in
             switch result {
             case .success: self?.whenNamespaceReady(for: request, responder, body)
+            case .failure(NamespaceUnavailable.elsewhere(_, _, let url)):
+                self?.redirect(request, responder, to: url)
             case .failure(let error as NamespaceUnavailable):
                 responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
             case .failure(let error):
                 responder.respond(.error(error))
             }
         }
+    }
+
+    /// Cluster mode: sends a request for a namespace another node owns to that node (Cluster.md#How-a-client-
+    /// reaches-its-node). A WebSocket gets the wire protocol's reset naming the owner's host, as Firebase
+    /// redirects (the SDKs reconnect there); HTTP requests get `307` to the same path and query on the owner.
+    func redirect(_ request: HTTPRequest, _ responder: HTTPResponder, to url: String) {
+        let host = ClusterConfiguration.host(of: url)
+        if request.path == "/.ws", request.header("upgrade")?.lowercased() == "websocket" {
+            guard let socket = responder.upgradeToWebSocket(request) else { return }
+            var text: [UInt8] = []
+            Wire.control(Wire.Control.reset, .string(host)).write(into: &text)
+            socket.send(text: String(decoding: text, as: UTF8.self))
+            socket.close(code: 1000, reason: "served by \(host)")
+            return
+        }
+        var base = Substring(url)
+        while base.hasSuffix("/") { base = base.dropLast() }
+        let location = String(base) + request.target
+        var body: [UInt8] = []
+        JSONValue.object([JSONMember("error", .string("This namespace is served by \(url); repeat the request there."))])
+            .write(into: &body)
+        responder.respond(
+            HTTPResponse(
+                status: 307,
+                headers: [("Location", location), ("Content-Type", "application/json; charset=utf-8")], body: body))
     }
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.

@@ -313,6 +313,15 @@ final class RealtimeHub: RealtimeService {
         }
     }
 
+    /// Cluster mode: `namespace` is no longer served here (another node owns it). Its wire sessions are reset,
+    /// so their clients reconnect and are sent to the owner; its event streams end (their clients reconnect too).
+    func namespaceDeposed(_ namespace: Namespace) {
+        for session in Array(sessions.values) where session.namespace === namespace { session.drain() }
+        for group in Array(groupsByKey.values) where group.namespace === namespace {
+            for subscriber in Array(group.sse) { close(subscriber) }
+        }
+    }
+
     // MARK: - onDisconnect
 
     /// Performs a closed session's onDisconnect operations, in order and after those of sessions that closed

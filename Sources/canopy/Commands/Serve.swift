@@ -2,6 +2,7 @@
 
 import CCanopyLinux
 import CanopyCore
+import CanopyNATS
 import CanopyPublish
 import CanopyServer
 import CanopyStore
@@ -23,6 +24,7 @@ struct Serve: Command {
                      [--max-longpoll-pending <MiB>]
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
+                     [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -78,6 +80,12 @@ struct Serve: Command {
           --tls-cert     serve HTTPS, WSS and SSE over TLS 1.2/1.3 on the port with this PEM certificate chain
                          (server certificate first, then intermediates); reloaded with the key on SIGHUP
           --tls-key      the PEM private key of --tls-cert (both or neither)
+          --cluster      join a cluster on NATS JetStream (3 servers, JetStream enabled): each namespace is
+                         owned by one node, its writes acknowledged once in an R3 log, clients of other nodes
+                         sent to it (README.md#Cluster). --node and --advertise are then required
+          --node         this node's name in the cluster, unique (letters, digits, '_' or '-')
+          --advertise    the URL clients reach this node at (http://host:port); redirects name it
+          --lease        milliseconds a dead node keeps its namespaces before others take them (default 6000)
 
         Every option can be given as an environment variable instead: --max-connections as CANOPY_MAX_CONNECTIONS,
         --data as CANOPY_DATA, and so on (CANOPY_ + the name in capitals, '-' as '_'). An option on the command line
@@ -91,6 +99,10 @@ struct Serve: Command {
     var logJSON: Bool?
     private var tlsCertificate: String?
     private var tlsKey: String?
+    private var clusterServers: String?
+    private var clusterNode: String?
+    private var clusterAdvertise: String?
+    private var clusterLease: Int?
 
     /// Every option of `canopy serve`, and whether it is a flag (takes no value). Each can also be given as an
     /// environment variable: `--max-connections` as `CANOPY_MAX_CONNECTIONS`; the command line wins.
@@ -104,7 +116,8 @@ struct Serve: Command {
         ("--accept-data-loss", false), ("--accept-all-data-loss", true), ("--tls-cert", false), ("--tls-key", false),
         ("--max-listens-per-connection", false), ("--max-listens", false), ("--max-ondisconnect-per-connection", false),
         ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
-        ("--max-longpoll-pending", false),
+        ("--max-longpoll-pending", false), ("--cluster", false), ("--node", false), ("--advertise", false),
+        ("--lease", false),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -149,6 +162,26 @@ struct Serve: Command {
         case (nil, _): throw .missingOption("--tls-cert")
         case (_, nil): throw .missingOption("--tls-key")
         }
+        if let clusterServers {
+            var servers: [NATSServerAddress] = []
+            for item in clusterServers.split(separator: ",") {
+                guard let address = NATSServerAddress(String(item)) else {
+                    throw UsageError(message: "--cluster: '\(item)' is not a NATS address (nats://host:port)")
+                }
+                servers.append(address)
+            }
+            guard !servers.isEmpty else { throw UsageError(message: "--cluster needs at least one NATS address") }
+            guard let node = clusterNode else { throw .missingOption("--node") }
+            guard let advertise = clusterAdvertise else { throw .missingOption("--advertise") }
+            guard advertise.hasPrefix("http://") || advertise.hasPrefix("https://"),
+                !ClusterConfiguration.host(of: advertise).isEmpty
+            else { throw UsageError(message: "--advertise: '\(advertise)' is not an http:// or https:// URL") }
+            var cluster = ClusterConfiguration(servers: servers, node: node, advertise: advertise)
+            if let clusterLease { cluster.leaseMilliseconds = clusterLease }
+            configuration.cluster = cluster
+        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil {
+            throw UsageError(message: "--node, --advertise and --lease need --cluster")
+        }
         // One address must not be able to take every session (Architecture.md#Bounded-resources).
         guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
             throw UsageError(
@@ -162,6 +195,10 @@ struct Serve: Command {
         switch option {
         case "--tls-cert": tlsCertificate = try arguments.value(for: option)
         case "--tls-key": tlsKey = try arguments.value(for: option)
+        case "--cluster": clusterServers = try arguments.value(for: option)
+        case "--node": clusterNode = try arguments.value(for: option)
+        case "--advertise": clusterAdvertise = try arguments.value(for: option)
+        case "--lease": clusterLease = try arguments.int(for: option, in: 1000...600_000)
         case "--host": configuration.host = try arguments.value(for: option)
         case "--port": configuration.port = try arguments.int(for: option, in: 0...65535)
         case "--data": configuration.dataDirectory = try arguments.value(for: option)

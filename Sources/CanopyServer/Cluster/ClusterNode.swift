@@ -1,0 +1,483 @@
+// ClusterNode -- one Canopy node's membership of a cluster on NATS JetStream (Cluster.md).
+//
+// It keeps the node's lease in the `canopy_nodes` bucket (renewed every lease/4 with `update` at the revision it
+// last wrote), knows the live nodes and the owner of every claimed namespace, claims namespaces (the owner record
+// in `canopy_owners`, the log replayed, the takeover marker published with the fence), and notices namespaces
+// whose owner died, claiming those whose preferred live owner it is. Everything here blocks on NATS: it runs on
+// the node's own threads and on the claim queue, never on the event loop, which hears back through callbacks.
+
+import CanopyCore
+import CanopyNATS
+import Dispatch
+import Synchronization
+
+/// Where a node finds NATS, what it calls itself and the address clients reach it at (`canopy serve --cluster`).
+public struct ClusterConfiguration: Sendable {
+    public var servers: [NATSServerAddress]
+    /// `--node`: unique in the cluster; a second live process with the same name is refused.
+    public var node: String
+    /// `--advertise`: the URL clients reach this node at (`http://host:port`); redirects name its host and port.
+    public var advertise: String
+    /// How long a node's lease lives without renewal (its namespaces move after it); renewed every quarter.
+    public var leaseMilliseconds = 6_000
+    /// Log streams `CANOPY_LOG_<k>`; fixed when the cluster is created (`canopy_cluster/config`).
+    public var logStreams = 8
+    /// Copies of every stream and bucket (3: losing one NATS server loses nothing).
+    public var replicas = 3
+
+    public init(servers: [NATSServerAddress], node: String, advertise: String) {
+        self.servers = servers
+        self.node = node
+        self.advertise = advertise
+    }
+
+    /// The advertised address without its scheme and path (`host:port`), as a wire redirect names it.
+    public var advertisedHost: String { Self.host(of: advertise) }
+
+    public static func host(of url: String) -> String {
+        var text = Substring(url)
+        if let range = text.range(of: "://") { text = text[range.upperBound...] }
+        if let slash = text.firstIndex(of: "/") { text = text[..<slash] }
+        return String(text)
+    }
+
+    /// Node names are KV keys and subject tokens: 1 to 63 letters, digits, `_` or `-`.
+    static func isValidNodeName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 63
+            && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }
+    }
+}
+
+/// Why a cluster operation failed.
+public struct ClusterError: CanopyError {
+    public let userMessage: String
+    public var code: String { "cluster" }
+    public var description: String { "ClusterError: \(userMessage)" }
+    init(_ message: String) { userMessage = message }
+}
+
+/// The result of claiming a namespace.
+enum ClaimOutcome {
+    /// Another live node owns it, or is its preferred owner: clients go there.
+    case elsewhere(url: String, node: String)
+    /// This node owns it now: its tree and rules as the log holds them, and the log to append to.
+    case owned(tree: Node, rules: String?, log: NamespaceLog)
+}
+
+/// One node of the cluster. Thread-safe.
+final class ClusterNode: @unchecked Sendable {
+    // safe: mutable state is behind `state`; the NATS objects are thread-safe.
+    let configuration: ClusterConfiguration
+    let connection: NATSConnection
+    let js: JetStream
+    private let nodes: KeyValue
+    private let owners: KeyValue
+    private let logger = Logger(label: "canopy.cluster")
+
+    private struct State {
+        /// The revision of this node's lease as last written; 0 while not registered.
+        var leaseRevision: UInt64 = 0
+        /// Monotonic nanoseconds until which the lease is valid here (sent time + lease - one renewal period).
+        var leaseValidUntil: UInt64 = 0
+        /// Live nodes and their advertised URLs, as last polled.
+        var live: [String: String] = [:]
+        /// Every namespace's owner node, from the owners bucket's watch.
+        var owners: [String: String] = [:]
+        /// Namespaces this node claimed and holds (their logs).
+        var held: [String: NamespaceLog] = [:]
+        /// Namespaces handed to `onOrphan` and not yet claimed or given up (not offered twice).
+        var offered: Set<String> = []
+        var stopped = false
+    }
+    private let state = Mutex(State())
+    /// Claims run here: they block on NATS (and on the first write of the claimed tree to its cache file).
+    let claimQueue = DispatchQueue(label: "canopy.cluster.claim", attributes: .concurrent)
+
+    /// Called (on a cluster thread) when this node lost its lease: everything it holds must stop at once.
+    var onLeaseLost: (@Sendable () -> Void)?
+    /// Called (on a cluster thread) with a namespace whose owner died and of which this node is the preferred
+    /// live owner: the daemon claims it (loads it) without waiting for a client.
+    var onOrphan: (@Sendable (String) -> Void)?
+
+    var name: String { configuration.node }
+    var leaseNanoseconds: UInt64 { UInt64(configuration.leaseMilliseconds) * 1_000_000 }
+    var renewalNanoseconds: UInt64 { leaseNanoseconds / 4 }
+
+    /// Connects, creates the cluster's streams and buckets (idempotent) and registers the node's lease.
+    /// - Throws: `ClusterError` or the NATS error when NATS cannot be reached or another live node has this name.
+    init(configuration: ClusterConfiguration) throws {
+        guard ClusterConfiguration.isValidNodeName(configuration.node) else {
+            throw ClusterError("invalid node name '\(configuration.node)': use 1 to 63 letters, digits, '_' or '-'")
+        }
+        self.configuration = configuration
+        var options = NATSOptions(servers: configuration.servers)
+        options.name = "canopy-" + configuration.node
+        options.reconnectTimeout = .seconds(8)
+        let connection = try NATSConnection(options: options)
+        let js = JetStream(connection, timeout: .seconds(4))
+        self.connection = connection
+        self.js = js
+        let lease = Duration.milliseconds(configuration.leaseMilliseconds)
+        let replicas = configuration.replicas
+        (nodes, owners) = try Self.retrying(for: .seconds(20)) {
+            let nodes = try KeyValue.create(js, bucket: "canopy_nodes", history: 1, ttl: lease, replicas: replicas)
+            let owners = try KeyValue.create(js, bucket: "canopy_owners", history: 1, replicas: replicas)
+            for k in 0..<configuration.logStreams {
+                var config = JetStreamStreamConfig(
+                    name: Self.streamName(k), subjects: ["canopy.log.\(k).*"], replicas: replicas)
+                config.allowDirect = true
+                config.duplicateWindow = .seconds(120)
+                _ = try js.createStream(config)
+            }
+            return (nodes, owners)
+        }
+        try register()
+    }
+
+    /// Starts the lease renewal and the watch of nodes and owners.
+    func start() {
+        // Each loop holds one dispatch thread for the node's lifetime.
+        DispatchQueue(label: "canopy.cluster.lease").async { [weak self] in self?.renewLoop() }
+        DispatchQueue(label: "canopy.cluster.watch").async { [weak self] in self?.watchLoop() }
+    }
+
+    func stop() {
+        let held: [NamespaceLog] = state.withLock { state in
+            state.stopped = true
+            return Array(state.held.values)
+        }
+        for log in held { log.close() }
+        // Leaving on purpose: the lease goes now, so the namespaces move without waiting for it to expire.
+        if let revision = state.withLock({ $0.leaseRevision }) as UInt64?, revision > 0 {
+            _ = try? nodes.delete(name, revision: revision)
+        }
+        connection.close()
+    }
+
+    // MARK: - Names
+
+    static func streamName(_ k: Int) -> String { "CANOPY_LOG_\(k)" }
+
+    /// The log stream and subject of a namespace.
+    func log(of namespace: String) -> (stream: String, subject: String) {
+        let k = Int(Self.fnv1a(namespace) % UInt64(configuration.logStreams))
+        return (Self.streamName(k), "canopy.log.\(k).\(namespace)")
+    }
+
+    /// FNV-1a 64: stable across processes and versions (Swift's `Hasher` is seeded per process).
+    static func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        // A final mix, so names that differ in their last byte spread over the whole range.
+        hash ^= hash >> 33
+        hash = hash &* 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        return hash
+    }
+
+    /// The live node with the highest rendezvous weight for `namespace` (Cluster.md#Placement).
+    static func preferredOwner(of namespace: String, among nodes: some Sequence<String>) -> String? {
+        nodes.max { fnv1a(namespace + "|" + $0) < fnv1a(namespace + "|" + $1) }
+    }
+
+    // MARK: - Lease
+
+    private var leaseValue: [UInt8] {
+        var out: [UInt8] = []
+        JSONValue.object([JSONMember("url", .string(configuration.advertise))]).write(into: &out)
+        return out
+    }
+
+    /// Whether this node may act as an owner now: its lease was renewed recently enough (local expiry).
+    var leaseIsValid: Bool {
+        let until = state.withLock { $0.leaseValidUntil }
+        return monotonicNanoseconds() < until
+    }
+
+    /// Creates this node's lease; a lease of the same name left by a process that died is waited out.
+    private func register() throws {
+        let deadline = monotonicNanoseconds() + leaseNanoseconds + 4_000_000_000
+        while true {
+            let sent = monotonicNanoseconds()
+            do {
+                let revision = try nodes.create(name, leaseValue)
+                state.withLock { state in
+                    state.leaseRevision = revision
+                    state.leaseValidUntil = sent + leaseNanoseconds - renewalNanoseconds
+                    state.live[name] = configuration.advertise
+                }
+                logger.notice("cluster.registered", ["node": name, "revision": "\(revision)"])
+                return
+            } catch KeyValueError.keyExists {
+                guard monotonicNanoseconds() < deadline else {
+                    throw ClusterError(
+                        "another live node is called '\(name)' (its lease in canopy_nodes is being renewed)")
+                }
+                usleep(250_000)
+            }
+        }
+    }
+
+    private func renewLoop() {
+        while !state.withLock({ $0.stopped }) {
+            usleep(UInt32(renewalNanoseconds / 1000))
+            if state.withLock({ $0.stopped }) { return }
+            let revision = state.withLock { $0.leaseRevision }
+            let sent = monotonicNanoseconds()
+            do {
+                if revision == 0 {
+                    try register()
+                    continue
+                }
+                let next = try nodes.update(name, leaseValue, revision: revision)
+                state.withLock { state in
+                    state.leaseRevision = next
+                    state.leaseValidUntil = sent + leaseNanoseconds - renewalNanoseconds
+                }
+            } catch KeyValueError.wrongRevision, KeyValueError.keyExists {
+                // The lease expired (this node was paused or cut off) or was replaced: it owns nothing any more.
+                loseLease("renewal refused")
+            } catch {
+                logger.warning("cluster.renew_failed", ["node": name, "error": "\(error)"])
+                if !leaseIsValid && state.withLock({ !$0.held.isEmpty }) { loseLease("lease expired locally") }
+            }
+        }
+    }
+
+    private func loseLease(_ reason: String) {
+        let held: [NamespaceLog] = state.withLock { state in
+            state.leaseRevision = 0
+            state.leaseValidUntil = 0
+            defer { state.held = [:] }
+            return Array(state.held.values)
+        }
+        logger.error("cluster.lease_lost", ["node": name, "reason": reason, "namespaces": "\(held.count)"])
+        for log in held { log.depose(reason: "this node's lease was lost (\(reason))") }
+        onLeaseLost?()
+    }
+
+    // MARK: - Nodes and owners
+
+    /// Follows the nodes bucket (new nodes) and the owners bucket, and polls every known node's lease once a
+    /// second (2.9 announces no TTL expiry); then offers orphaned namespaces this node should own.
+    private func watchLoop() {
+        var nodeWatch: KeyValueWatcher?
+        var ownerWatch: KeyValueWatcher?
+        var known: Set<String> = [name]
+        while !state.withLock({ $0.stopped }) {
+            do {
+                if nodeWatch == nil { nodeWatch = try nodes.watch() }
+                if ownerWatch == nil { ownerWatch = try owners.watch("ns.*") }
+                while let entry = nodeWatch?.next(timeout: .milliseconds(1)) { known.insert(entry.key) }
+                while let entry = ownerWatch?.next(timeout: .milliseconds(1)) {
+                    let namespace = String(entry.key.dropFirst(3))
+                    let owner = entry.operation == .put ? Self.decodeOwner(entry.value)?.node : nil
+                    state.withLock { $0.owners[namespace] = owner }
+                }
+                var live: [String: String] = [:]
+                for node in known {
+                    if let entry = try nodes.entry(node) {
+                        live[node] = Self.decodeURL(entry.value) ?? ""
+                    }
+                }
+                let orphans: [String] = state.withLock { state in
+                    state.live = live
+                    var found: [String] = []
+                    for (namespace, owner) in state.owners where live[owner] == nil && state.held[namespace] == nil {
+                        if !state.offered.contains(namespace),
+                            Self.preferredOwner(of: namespace, among: live.keys) == name
+                        {
+                            state.offered.insert(namespace)
+                            found.append(namespace)
+                        }
+                    }
+                    return found
+                }
+                for namespace in orphans {
+                    logger.notice("cluster.orphan", ["ns": namespace, "node": name])
+                    onOrphan?(namespace)
+                }
+            } catch {
+                logger.warning("cluster.watch_failed", ["error": "\(error)"])
+                nodeWatch = nil
+                ownerWatch = nil
+            }
+            usleep(1_000_000)
+        }
+        nodeWatch?.stop()
+        ownerWatch?.stop()
+    }
+
+    /// An orphan offered to `onOrphan` was claimed, or could not be: it may be offered again later.
+    func orphanHandled(_ namespace: String) {
+        _ = state.withLock { $0.offered.remove(namespace) }
+    }
+
+    private static func decodeURL(_ value: [UInt8]) -> String? {
+        (try? JSONValue.parse(value))?["url"]?.stringValue
+    }
+
+    struct OwnerRecord {
+        var node: String
+        var url: String
+    }
+
+    static func decodeOwner(_ value: [UInt8]) -> OwnerRecord? {
+        guard let json = try? JSONValue.parse(value), let node = json["node"]?.stringValue else { return nil }
+        return OwnerRecord(node: node, url: json["url"]?.stringValue ?? "")
+    }
+
+    // MARK: - Claiming
+
+    /// Decides who serves `namespace`, claiming it for this node when it is free and this node should have it
+    /// (Cluster.md#Ownership-leases-and-fencing). Blocks: call on `claimQueue`.
+    func claim(_ namespace: String) throws -> ClaimOutcome {
+        guard leaseIsValid else { throw ClusterError("this node's cluster lease is not valid (NATS unreachable?)") }
+        let key = "ns." + namespace
+        for _ in 0..<8 {
+            let entry = try owners.entry(key)
+            let record = entry.flatMap { Self.decodeOwner($0.value) }
+            // The recorded owner's own lease decides, read now: this node's view of the live nodes may not know
+            // a node that joined a moment ago.
+            if let record, record.node != name, let lease = try nodes.entry(record.node) {
+                return .elsewhere(url: Self.decodeURL(lease.value) ?? record.url, node: record.node)
+            }
+            let live = try liveNodes()
+            if record == nil, let preferred = Self.preferredOwner(of: namespace, among: live.keys),
+                preferred != name, let url = live[preferred]
+            {
+                return .elsewhere(url: url, node: preferred)
+            }
+            // Free, or held by a node whose lease is gone (or by this node's previous incarnation): take it.
+            var value: [UInt8] = []
+            JSONValue.object([
+                JSONMember("node", .string(name)), JSONMember("url", .string(configuration.advertise)),
+            ]).write(into: &value)
+            let epoch: UInt64
+            do {
+                if let entry { epoch = try owners.update(key, value, revision: entry.revision) }
+                else { epoch = try owners.create(key, value) }
+            } catch KeyValueError.wrongRevision, KeyValueError.keyExists {
+                continue  // another node claimed it meanwhile: read again
+            }
+            state.withLock { $0.owners[namespace] = name }
+            return try takeOver(namespace, epoch: epoch)
+        }
+        throw ClusterError("namespace '\(namespace)' could not be claimed: its owner record keeps changing")
+    }
+
+    /// The live nodes as NATS says now (not the last poll: a claim must not take a live node's namespace).
+    private func liveNodes() throws -> [String: String] {
+        let known = state.withLock { Set($0.live.keys).union($0.owners.values) }
+        var live: [String: String] = [name: configuration.advertise]
+        for node in known where node != name {
+            if let entry = try nodes.entry(node) { live[node] = Self.decodeURL(entry.value) ?? "" }
+        }
+        return live
+    }
+
+    /// Steps 2 and 3 of a claim: the tree brought to the log's end, then the takeover marker fenced on it.
+    private func takeOver(_ namespace: String, epoch: UInt64) throws -> ClaimOutcome {
+        let (stream, subject) = log(of: namespace)
+        var tree = Node.empty
+        var rules: String?
+        var applied: UInt64 = 0
+        for _ in 0..<8 {
+            let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
+            if last > applied {
+                try replay(stream: stream, subject: subject, after: applied, through: last) { batch in
+                    switch batch {
+                    case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
+                    case .rules(let source): rules = source
+                    case .takeover: break
+                    }
+                }
+                applied = last
+            }
+            var headers = NATSHeaders()
+            headers.set("Canopy-Epoch", String(epoch))
+            headers.set("Canopy-Node", name)
+            do {
+                let ack = try js.publish(
+                    subject, payload: ClusterBatch.encodeTakeover(node: name),
+                    options: JetStreamPublishOptions(
+                        messageID: "\(name).\(epoch).takeover", expectedLastSubjectSequence: applied,
+                        expectedStream: stream, headers: headers))
+                let log = NamespaceLog(
+                    node: self, namespace: namespace, stream: stream, subject: subject, epoch: epoch,
+                    last: ack.sequence)
+                state.withLock { state in
+                    state.held[namespace]?.depose(reason: "claimed again")
+                    state.held[namespace] = log
+                    state.offered.remove(namespace)
+                }
+                logger.notice(
+                    "cluster.claimed", ["ns": namespace, "node": name, "epoch": "\(epoch)", "log_seq": "\(ack.sequence)"])
+                return .owned(tree: tree, rules: rules, log: log)
+            } catch let error as JetStreamError where error.isWrongLastSequence {
+                continue  // the former owner appended after the read: catch up and fence again
+            }
+        }
+        throw ClusterError("namespace '\(namespace)': the former owner keeps appending; not claimed")
+    }
+
+    /// Reads the namespace's log messages with sequence in (after, through], in order.
+    private func replay(
+        stream: String, subject: String, after: UInt64, through last: UInt64, _ body: (ClusterBatch) throws -> Void
+    ) throws {
+        let consumer = try JetStreamOrderedConsumer(
+            js, stream: stream, filterSubject: subject, start: .sequence(after + 1), heartbeat: .milliseconds(500))
+        defer { consumer.stop() }
+        var seen = after
+        while seen < last {
+            guard let message = consumer.next(timeout: .seconds(10)) else {
+                throw ClusterError("reading \(subject) stalled at sequence \(seen) of \(last)")
+            }
+            guard message.streamSequence > seen else { continue }
+            seen = message.streamSequence
+            if seen > last { break }
+            try body(try ClusterBatch.decode(message.payload))
+        }
+    }
+
+    /// A held namespace's log was fenced or closed: forget it.
+    func released(_ log: NamespaceLog) {
+        state.withLock { state in
+            if state.held[log.namespace] === log { state.held[log.namespace] = nil }
+        }
+    }
+
+    /// Gives up a namespace this node holds (the daemon closes it): its owner record is removed so the next
+    /// request's node claims it at once.
+    func giveUp(_ log: NamespaceLog) {
+        released(log)
+        log.close()
+    }
+
+    private static func retrying<T>(for limit: Duration, _ body: () throws -> T) throws -> T {
+        let deadline = monotonicNanoseconds() + UInt64(limit.nanoseconds)
+        while true {
+            do {
+                return try body()
+            } catch {
+                // A new cluster has no JetStream meta leader for its first seconds (err_code 10008).
+                guard monotonicNanoseconds() < deadline else { throw error }
+                usleep(200_000)
+            }
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,144 @@
+// NamespaceRegistry+Cluster -- opening namespaces in cluster mode (Cluster.md): a namespace is served here only
+// while this node owns it, loaded from its replicated log when claimed; requests for a namespace another node
+// owns are sent there.
+
+import CanopyCore
+import CanopyNet
+import CanopyStore
+import Dispatch
+
+extension NamespaceRegistry {
+    /// How long a redirect is remembered before the owner is looked up again.
+    static let redirectMemoryNanoseconds: UInt64 = 1_000_000_000
+
+    /// A remembered redirect for `name`, if still fresh.
+    func rememberedRedirect(_ name: String) -> String? {
+        guard let entry = redirects[name] else { return nil }
+        if entry.until > monotonicNanoseconds() { return entry.url }
+        redirects[name] = nil
+        return nil
+    }
+
+    /// Claims `name` on the cluster's claim queue: owned here (its tree read from the log, its local cache file
+    /// rewritten) or served elsewhere.
+    func startClusterLoading(_ name: String, node: ClusterNode, file: String) {
+        let options = storeOptions(for: name)
+        let pool = self.pool
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        let rulesPath = configuration.dataDirectory + "/" + name + ".rules.json"
+        logger.debug("ns.claiming", ["ns": name])
+        node.claimQueue.async {
+            let result: Result<LoadedTree, NamespaceUnavailable>
+            do {
+                switch try node.claim(name) {
+                case .elsewhere(let url, let owner):
+                    result = .failure(.elsewhere(namespace: name, node: owner, url: url))
+                case .owned(let tree, let rules, let log):
+                    do {
+                        let store = try Self.rewriteCache(file: file, tree: tree, options: options, pool: pool)
+                        try Self.rewriteRules(path: rulesPath, source: rules)
+                        let rows = Namespace.mutations(for: .root, before: .empty, after: tree).count
+                        result = .success(
+                            LoadedTree(store: store, root: tree, bytes: rows * Namespace.bytesPerRow, log: log))
+                    } catch {
+                        node.giveUp(log)
+                        throw error
+                    }
+                }
+            } catch {
+                result = .failure(.failed(namespace: name, reason: "cluster: \(error)"))
+            }
+            node.orphanHandled(name)
+            loop.execute { bound.value?.clusterLoaded(name, result) }
+        }
+    }
+
+    private func clusterLoaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
+        if case .failure(.elsewhere(_, _, let url)) = result {
+            redirects[name] = (url, monotonicNanoseconds() + Self.redirectMemoryNanoseconds)
+        } else {
+            redirects[name] = nil
+        }
+        loaded(name, result)
+        guard case .success(let tree) = result, let log = tree.log else { return }
+        let loop = self.loop
+        let bound = LoopBound(self, loop: loop)
+        log.onDeposed { reason in loop.execute { bound.value?.depose(name, log: log, reason: reason) } }
+        if log.isDeposed { depose(name, log: log, reason: "deposed while loading") }
+    }
+
+    /// The local cache of a claimed namespace: its old file (whatever it held) replaced by the tree from the log.
+    private static func rewriteCache(file: String, tree: Node, options: StoreOptions, pool: StorePool) throws
+        -> NamespaceStore
+    {
+        for suffix in ["", "-wal", "-shm", "-seq"] { unlink(file + suffix) }
+        var options = options
+        options.acceptsDataLoss = true
+        let store = try NamespaceStore(path: file, options: options, pool: pool)
+        let mutations = Namespace.mutations(for: .root, before: .empty, after: tree)
+        guard !mutations.isEmpty else { return store }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ResultBox()
+        store.submit(mutations) { result in
+            outcome.set(result.map { _ in () }.mapError { $0 })
+            done.signal()
+        }
+        done.wait()
+        try outcome.get()
+        return store
+    }
+
+    private static func rewriteRules(path: String, source: String?) throws {
+        let file = RulesFile(path: path)
+        if let source {
+            try file.save(source)
+        } else {
+            unlink(path)
+        }
+    }
+
+    /// Another node owns `name` now (the fence refused an append, or this node's lease was lost): stop serving
+    /// it. Its sessions are reset (their clients reconnect and are sent to the owner), its file closed.
+    func depose(_ name: String, log: NamespaceLog, reason: String) {
+        guard let namespace = open[name], namespace.log === log else { return }
+        logger.error("cluster.deposed", ["ns": name, "reason": reason])
+        open[name] = nil
+        namespace.log = nil
+        namespace.isDeposed = true
+        onDeposed?(namespace)
+        namespace.store?.closeWhenDrained {}
+    }
+
+    /// This node's lease was lost: every namespace it owned is deposed.
+    func deposeAll(reason: String) {
+        for namespace in Array(open.values) {
+            if let log = namespace.log { depose(namespace.name, log: log, reason: reason) }
+        }
+    }
+
+    /// A namespace whose owner died, of which this node is the preferred owner: claimed now, without waiting
+    /// for a client to ask.
+    func claimOrphan(_ name: String) {
+        guard open[name] == nil, let node = cluster, let file = try? directory.storePath(for: name) else {
+            cluster?.orphanHandled(name)
+            return
+        }
+        var entry = loading[name] ?? Loading()
+        guard !entry.isStarted else { return }
+        entry.isStarted = true
+        loading[name] = entry
+        startClusterLoading(name, node: node, file: file)
+    }
+}
+
+/// A result handed from a store thread to the claim queue.
+private final class ResultBox: @unchecked Sendable {  // safe: set before the semaphore signals, read after
+    private var value: Result<Void, any Error> = .success(())
+    func set(_ result: Result<Void, any Error>) { value = result }
+    func get() throws { try value.get() }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

@@ -1,0 +1,146 @@
+// ClusterHarness -- a real cluster for tests: three nats-server processes with JetStream (NATSTestCluster) and
+// N `canopy serve --cluster` processes on loopback ports, sharing one signing key and admin credential as an
+// operator's nodes do.
+
+import CanopyCore
+import CanopyNet
+import CanopyTestSupport
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from one thread
+    let nats: NATSTestCluster
+    let ports: [Int]
+    let directories: [String]
+    let lease: Int
+    private(set) var nodes: [ServerProcess?]
+    let logDirectory: String
+
+    /// Starts NATS and `count` Canopy nodes (`c1`, `c2`, …) with a short lease so failovers are quick.
+    init(count: Int = 3, lease: Int = 3000) throws {
+        nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
+        self.lease = lease
+        ports = try (0..<count).map { _ in try freeTCPPort() }
+        let root = makeTemporaryDirectory()
+        logDirectory = root
+        directories = (0..<count).map { root + "/c\($0 + 1)" }
+        nodes = Array(repeating: nil, count: count)
+        for directory in directories {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        try start(0)
+        admin = nodes[0]?.admin ?? ""
+        // One key and one admin credential for the whole cluster: a token any node minted works on every node.
+        for directory in directories.dropFirst() {
+            for file in ["signing.key", "admin.credential"] {
+                try FileManager.default.copyItem(atPath: directories[0] + "/" + file, toPath: directory + "/" + file)
+            }
+        }
+        for index in 1..<count { try start(index) }
+    }
+
+    deinit { stop() }
+
+    /// The cluster's admin credential (every node has the same one).
+    private(set) var admin = ""
+    var adminHeader: [(String, String)] { [("Authorization", "Bearer \(admin)")] }
+
+    func start(_ index: Int) throws {
+        nodes[index] = try ServerProcess(
+            dataDirectory: directories[index],
+            extraArguments: [
+                "--cluster", nats.urls, "--node", "c\(index + 1)", "--advertise", "http://127.0.0.1:\(ports[index])",
+                "--lease", "\(lease)",
+            ],
+            logFile: logDirectory + "/c\(index + 1).log",
+            baseArguments: [
+                "--port", "\(ports[index])", "--data", directories[index], "--log-level", "notice",
+            ])
+    }
+
+    func kill9(_ index: Int) {
+        nodes[index]?.kill9()
+        nodes[index] = nil
+    }
+
+    func signal(_ index: Int, _ signal: Int32) {
+        if let pid = nodes[index]?.process.processIdentifier { kill(pid, signal) }
+    }
+
+    func stop() {
+        for index in nodes.indices {
+            if let node = nodes[index] {
+                kill(node.process.processIdentifier, SIGCONT)
+                node.kill9()
+            }
+            nodes[index] = nil
+        }
+        nats.stop()
+    }
+
+    func log(_ index: Int) -> String {
+        (try? String(contentsOfFile: logDirectory + "/c\(index + 1).log", encoding: .utf8)) ?? ""
+    }
+
+    func index(ofPort port: Int) -> Int? { ports.firstIndex(of: port) }
+
+    /// A REST request sent to node `index`, following `307` redirects to the owner (re-sending the credential,
+    /// which a client must do itself: HTTP clients drop `Authorization` on a redirect to another port).
+    /// Returns the answer and the index of the node that gave it.
+    func request(
+        _ method: String, _ target: String, body: String? = nil, via index: Int, timeout: Int = 10
+    ) throws -> (status: Int, json: JSONValue?, node: Int) {
+        var node = index
+        for _ in 0..<4 {
+            let client = HTTPClient(host: "127.0.0.1", port: ports[node], timeoutSeconds: timeout)
+            defer { client.close() }
+            let response = try client.request(method, target, headers: adminHeader, body: Array((body ?? "").utf8))
+            if response.status == 307, let location = response.header("location"),
+                let port = URL(string: location)?.port, let next = self.index(ofPort: port)
+            {
+                node = next
+                continue
+            }
+            let json = response.body.isEmpty ? nil : try? JSONValue.parse(response.body)
+            return (response.status, json, node)
+        }
+        throw HTTPClientError("redirected more than 3 times: \(method) \(target)")
+    }
+
+    /// The node that owns `ns`, asking node `index` (a GET that is answered there or redirected to the owner).
+    func owner(of ns: String, asking index: Int = 0) throws -> Int {
+        let client = HTTPClient(host: "127.0.0.1", port: ports[index], timeoutSeconds: 10)
+        defer { client.close() }
+        let response = try client.request("GET", "/.json?ns=\(ns)&shallow=true", headers: adminHeader)
+        if response.status == 307, let location = response.header("location"), let port = URL(string: location)?.port,
+            let owner = self.index(ofPort: port)
+        {
+            return owner
+        }
+        guard response.status == 200 else { throw HTTPClientError("GET on c\(index + 1): \(response.status) \(response.text)") }
+        return index
+    }
+}
+
+/// A TCP port nothing listens on now (bound, read and released).
+func freeTCPPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HTTPClientError("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw HTTPClientError("bind() failed") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,228 @@
+// ClusterTests -- `canopy serve --cluster` against real processes (Cluster.md): three nats-server processes with
+// JetStream and three Canopy nodes on loopback. Placement and redirects, the wire protocol's reset, failover
+// after `kill -9` with every acknowledged write, fencing of a paused owner, the loss of a NATS server, and a
+// publish across failover.
+
+import CanopyClient
+import CanopyCore
+import CanopyNet
+import CanopyServer
+import CanopyTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite(.serialized, .enabled(if: NATSTestCluster.binary != nil, "nats-server is not installed"))
+struct ClusterTests {
+    @Test func namespacesArePlacedOnOneOwnerAndOtherNodesRedirect() throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let names = (1...9).map { "event\($0)" }
+        for (i, ns) in names.enumerated() {
+            let put = try cluster.request("PUT", "/info.json?ns=\(ns)", body: #"{"name":"\#(ns)"}"#, via: i % 3)
+            #expect(put.status == 200, "PUT \(ns): \(put.status) \(put.json?.serialized() ?? "")")
+        }
+        var owners: Set<Int> = []
+        for ns in names {
+            // Every node agrees on the owner: it answers itself, the others send the client to it.
+            let owner = try cluster.owner(of: ns, asking: 0)
+            owners.insert(owner)
+            for index in 0..<3 {
+                let client = HTTPClient(host: "127.0.0.1", port: cluster.ports[index], timeoutSeconds: 10)
+                defer { client.close() }
+                let response = try client.request("GET", "/info/name.json?ns=\(ns)", headers: cluster.adminHeader)
+                if index == owner {
+                    #expect(response.status == 200 && response.text == "\"\(ns)\"", "owner c\(owner + 1) of \(ns)")
+                } else {
+                    #expect(response.status == 307, "c\(index + 1) for \(ns): \(response.status) \(response.text)")
+                    #expect(response.header("location") == "http://127.0.0.1:\(cluster.ports[owner])/info/name.json?ns=\(ns)")
+                    #expect(response.text.contains("error"))
+                }
+            }
+        }
+        // Rendezvous placement spreads nine namespaces over more than one node.
+        #expect(owners.count >= 2, "every namespace on one node: \(owners)")
+
+        // The wire protocol: a non-owner answers the WebSocket with Firebase's reset naming the owner's host.
+        let ns = names[0]
+        let owner = try cluster.owner(of: ns)
+        let other = (owner + 1) % 3
+        let wire = try WireTestClient(port: cluster.ports[other], namespace: ns)
+        let reset = wire.waitFor { $0["t"] == "c" }
+        #expect(reset?.serialized() == #"{"t":"c","d":{"t":"r","d":"127.0.0.1:\#(cluster.ports[owner])"}}"#)
+        #expect(wire.waitUntilClosed())
+    }
+
+    @Test func aClientOfAnotherNodeFollowsTheResetToTheOwner() async throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let ns = "follow"
+        #expect(try cluster.request("PUT", "/greeting.json?ns=\(ns)", body: #""hello""#, via: 0).status == 200)
+        let owner = try cluster.owner(of: ns)
+        let other = (owner + 1) % 3
+        // Configured with a node that does not own the namespace: the client is reset to the owner, listens and
+        // writes there, and its own write's event comes before its acknowledgement.
+        let db = try clientDatabase(port: cluster.ports[other], namespace: ns, token: cluster.admin)
+        let recorder = SnapshotRecorder(db.ref("greeting"))
+        #expect(await eventually { recorder.last == "hello" })
+        try await db.ref("greeting").setValue("hi from the client").synced()
+        #expect(recorder.last == "hi from the client")
+        let read = try cluster.request("GET", "/greeting.json?ns=\(ns)", via: owner)
+        #expect(read.json == "hi from the client" && read.node == owner)
+        await db.close()
+    }
+
+    @Test func killingTheOwnerLosesNoAcknowledgedWriteAndListenersResume() async throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let ns = "failover"
+        #expect(try cluster.request("PUT", "/items/0.json?ns=\(ns)", body: "0", via: 0).status == 200)
+        let owner = try cluster.owner(of: ns)
+        let listenerNode = (owner + 1) % 3
+        let db = try clientDatabase(port: cluster.ports[listenerNode], namespace: ns, token: cluster.admin)
+        let recorder = SnapshotRecorder(db.ref("items"))
+        #expect(await eventually { recorder.last?.objectCount == 1 })
+
+        // A writer that counts a write only when it was acknowledged, and retries on any node otherwise.
+        var acknowledged: [Int] = [0]
+        var killedAt: Date?
+        var firstAfterKill: Date?
+        var item = 1
+        while item <= 60 {
+            if item == 31 && killedAt == nil {
+                cluster.kill9(owner)
+                killedAt = Date()
+            }
+            let via = killedAt == nil ? owner : (owner + 1 + item % 2) % 3
+            let answer = try? cluster.request("PUT", "/items/\(item).json?ns=\(ns)", body: "\(item)", via: via, timeout: 15)
+            if answer?.status == 200 {
+                acknowledged.append(item)
+                if killedAt != nil && firstAfterKill == nil { firstAfterKill = Date() }
+                item += 1
+            } else {
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+            #expect(Date().timeIntervalSince(killedAt ?? Date()) < 30, "no new owner within 30 s")
+            if let killedAt, Date().timeIntervalSince(killedAt) > 30 { break }
+        }
+        let failover = firstAfterKill.map { $0.timeIntervalSince(killedAt!) } ?? -1
+        #expect(failover > 0 && failover < 10, "owner killed → first write accepted: \(failover) s")
+        let newOwner = try cluster.owner(of: ns, asking: listenerNode)
+        #expect(newOwner != owner)
+        let stored = try cluster.request("GET", "/items.json?ns=\(ns)", via: newOwner).json
+        for value in acknowledged {
+            #expect(stored?.member(value) == .int(Int64(value)), "acknowledged write \(value) is missing")
+        }
+        #expect(cluster.log(newOwner).contains("cluster.claimed"))
+        // The listener's client was reset by nobody (its node died under it): it reconnects, is sent to the new
+        // owner, and its listen resumes with every item, none missing.
+        let expected = acknowledged.count
+        #expect(await eventually(timeout: 20) { recorder.last?.objectCount == expected },
+            "listener has \(recorder.last?.objectCount ?? 0) of \(expected)")
+        await db.close()
+    }
+
+    @Test func aPausedOwnerIsFencedWhenItResumes() throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let ns = "fence"
+        #expect(try cluster.request("PUT", "/x.json?ns=\(ns)", body: #""before""#, via: 0).status == 200)
+        let owner = try cluster.owner(of: ns)
+        // A keep-alive connection to the owner, used again after the pause.
+        let stale = HTTPClient(host: "127.0.0.1", port: cluster.ports[owner], timeoutSeconds: 20)
+        defer { stale.close() }
+        #expect(try stale.request("GET", "/x.json?ns=\(ns)", headers: cluster.adminHeader).status == 200)
+
+        cluster.signal(owner, SIGSTOP)
+        let other = (owner + 1) % 3
+        var newWrite: (status: Int, json: JSONValue?, node: Int)?
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            newWrite = try? cluster.request("PUT", "/x.json?ns=\(ns)", body: #""new owner""#, via: other, timeout: 3)
+            if newWrite?.status == 200 && newWrite?.node != owner { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(newWrite?.status == 200 && newWrite?.node != owner, "no other node took the namespace over")
+        let newOwner = newWrite?.node ?? other
+
+        // The old owner resumes believing it owns the namespace; the write it is handed must not be stored.
+        cluster.signal(owner, SIGCONT)
+        let answer = try stale.request("PUT", "/x.json?ns=\(ns)", headers: cluster.adminHeader, body: Array(#""stale""#.utf8))
+        #expect(answer.status != 200, "the paused owner acknowledged a write after losing the namespace")
+        #expect(try cluster.request("GET", "/x.json?ns=\(ns)", via: newOwner).json == "new owner")
+        // From then on it sends clients to the new owner.
+        Thread.sleep(forTimeInterval: 1)
+        let after = try cluster.request("GET", "/x.json?ns=\(ns)", via: owner)
+        #expect(after.json == "new owner" && after.node == newOwner)
+        #expect(cluster.log(owner).contains("cluster.lease_lost") || cluster.log(owner).contains("cluster.deposed"))
+    }
+
+    @Test func losingOneNATSServerLosesNoWrite() throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let ns = "natsloss"
+        var acknowledged = 0
+        for item in 0..<40 {
+            if item == 20 { cluster.nats.kill(0) }
+            var done = false
+            let deadline = Date().addingTimeInterval(20)
+            while !done && Date() < deadline {
+                let answer = try? cluster.request("PUT", "/items/\(item).json?ns=\(ns)", body: "\(item)", via: 1, timeout: 15)
+                done = answer?.status == 200
+                if !done { Thread.sleep(forTimeInterval: 0.2) }
+            }
+            #expect(done, "write \(item) not acknowledged with one NATS server down")
+            if done { acknowledged += 1 }
+        }
+        let stored = try cluster.request("GET", "/items.json?ns=\(ns)", via: 1).json
+        #expect(stored?.arrayValue?.count == acknowledged || stored?.objectCount == acknowledged)
+    }
+
+    @Test func aPublishIsAllOrNothingAcrossFailover() throws {
+        let cluster = try CanopyCluster()
+        defer { cluster.stop() }
+        let ns = "summit"
+        let document = try ExportDocument.parse(
+            Array(try String(contentsOfFile: seedFile("canopy-demo-summit.json"), encoding: .utf8).utf8))
+        var tree: [UInt8] = []
+        document.data.json(export: true).write(into: &tree)
+        #expect(try cluster.request("PUT", "/.json?ns=\(ns)", body: String(decoding: tree, as: UTF8.self), via: 0).status == 200)
+        let owner = try cluster.owner(of: ns)
+        let published = try cluster.request("POST", "/.canopy/publish?ns=\(ns)", via: owner)
+        #expect(published.status == 200, "publish: \(published.json?.serialized() ?? "")")
+        let before = try cluster.request("GET", "/.json?ns=\(ns)", via: owner).json
+        cluster.kill9(owner)
+        // The new owner serves the whole publish: the same tree, to the byte, as the old owner answered.
+        var after: JSONValue?
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let answer = try? cluster.request("GET", "/.json?ns=\(ns)", via: (owner + 1) % 3, timeout: 5),
+                answer.status == 200
+            {
+                after = answer.json
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(after != nil && after == before)
+        #expect(after?["private"]?["admin"]?["content"] == before?["private"]?["admin"]?["pendingContent"])
+    }
+}
+
+extension JSONValue {
+    /// The child with integer key `key`: from an array (keys 0…n read as one) or an object.
+    fileprivate func member(_ key: Int) -> JSONValue? {
+        if let array = arrayValue { return key < array.count ? array[key] : nil }
+        return self["\(key)"]
+    }
+
+    /// The number of members of an object (or elements of an array), nil for other values.
+    fileprivate var objectCount: Int? {
+        if case .object(let members) = self { return members.count }
+        return arrayValue?.count
+    }
+}
