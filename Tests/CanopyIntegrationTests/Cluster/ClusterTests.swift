@@ -211,7 +211,7 @@ struct ClusterTests {
         #expect(stored?.arrayValue?.count == acknowledged || stored?.objectCount == acknowledged)
     }
 
-    @Test func aPublishIsAllOrNothingAcrossFailover() throws {
+    @Test func aPublishAndTheRulesSurviveFailover() throws {
         let cluster = try CanopyCluster()
         defer { cluster.stop() }
         let ns = "summit"
@@ -221,6 +221,9 @@ struct ClusterTests {
         document.data.json(export: true).write(into: &tree)
         #expect(try cluster.request("PUT", "/.json?ns=\(ns)", body: String(decoding: tree, as: UTF8.self), via: 0).status == 200)
         let owner = try cluster.owner(of: ns)
+        // The namespace's rules travel in the log with its data: the new owner enforces them.
+        let rules = #"{"rules": {".read": "auth != null", "public": {".read": true}}}"#
+        #expect(try cluster.request("PUT", "/.settings/rules.json?ns=\(ns)", body: rules, via: owner).status == 200)
         let published = try cluster.request("POST", "/.canopy/publish?ns=\(ns)", via: owner)
         #expect(published.status == 200, "publish: \(published.json?.serialized() ?? "")")
         let before = try cluster.request("GET", "/.json?ns=\(ns)", via: owner).json
@@ -238,6 +241,13 @@ struct ClusterTests {
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(after != nil && after == before)
+        let newOwner = try cluster.owner(of: ns, asking: (owner + 1) % 3)
+        let savedRules = try cluster.request("GET", "/.settings/rules.json?ns=\(ns)", via: newOwner)
+        #expect(savedRules.json == (try? JSONValue.parse(rules)), "rules on the new owner: \(savedRules.json?.serialized() ?? "")")
+        let anonymous = HTTPClient(host: "127.0.0.1", port: cluster.ports[newOwner], timeoutSeconds: 10)
+        defer { anonymous.close() }
+        #expect(try anonymous.request("GET", "/private.json?ns=\(ns)").status == 401)
+        #expect(try anonymous.request("GET", "/public.json?ns=\(ns)").status == 200)
         #expect(after?["private"]?["admin"]?["content"] == before?["private"]?["admin"]?["pendingContent"])
     }
 }
