@@ -326,6 +326,40 @@ struct ClusterReplicaTests {
         await #expect(throws: (any Error).self) { try await anonymousDB.ref("agenda/talk").setValue("vandal").synced() }
         #expect(recorders[owner].last == "keynote")
         await anonymousDB.close()
+
+        // Transactions from clients of two replicas on one counter: the hash condition is forwarded, every
+        // increment counts once.
+        let clients = databases
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<3 where index != owner {
+                group.addTask {
+                    for _ in 0..<5 {
+                        let result = try await clients[index].ref("agenda/count").runTransaction { current in
+                            .success(.int((current.int64Value ?? 0) + 1))
+                        }
+                        #expect(result.committed)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try cluster.request("GET", "/agenda/count.json?ns=\(ns)", via: owner).json == 10)
+
+        // The owner dies: a replica node claims the namespace, the other keeps replicating from the new owner,
+        // and every listener left hears the next write.
+        cluster.kill9(owner)
+        let survivors = (0..<3).filter { $0 != owner }
+        var written = false
+        let deadline = Date().addingTimeInterval(30)
+        while !written && Date() < deadline {
+            written = (try? cluster.request("PUT", "/agenda/talk.json?ns=\(ns)", body: #""after failover""#, via: survivors[0], timeout: 5))?.status == 200
+            if !written { try await Task.sleep(nanoseconds: 200_000_000) }
+        }
+        #expect(written)
+        for index in survivors {
+            let recorder = recorders[index]
+            #expect(await eventually(timeout: 20) { recorder.last == "after failover" }, "listener on c\(index + 1)")
+        }
         for db in databases { await db.close() }
     }
 }
