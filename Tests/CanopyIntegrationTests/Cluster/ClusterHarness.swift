@@ -29,7 +29,7 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
         self.replicate = replicate
         nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
         self.lease = lease
-        ports = try (0..<count).map { _ in try freeTCPPort() }
+        ports = try (0..<count).map { _ in try freeLoopbackPort() }
         let root = makeTemporaryDirectory()
         logDirectory = root
         directories = (0..<count).map { root + "/c\($0 + 1)" }
@@ -140,24 +140,4 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
         guard response.status == 200 else { throw HTTPClientError("GET on c\(index + 1): \(response.status) \(response.text)") }
         return index
     }
-}
-
-/// A TCP port nothing listens on now (bound, read and released).
-func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw HTTPClientError("socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard bound == 0 else { throw HTTPClientError("bind() failed") }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
