@@ -278,7 +278,11 @@ public final class NamespaceRegistry {
     /// repairs a namespace whose saved rules could not be loaded: service resumes with the new rules.
     ///
     /// - Throws: `RulesFileError` (`.notSaved`) when the file cannot be written; the rules in force stay.
-    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws(RulesFileError) {
+    /// - Parameter appendToLog: cluster mode: also append the rules to the namespace's log (false when the caller
+    ///   appended them and waited for the log first).
+    func setRules(
+        _ source: String, compiled: CompiledRules, for namespace: Namespace, appendToLog: Bool = true
+    ) throws(RulesFileError) {
         let file = rulesFile(for: namespace.name)
         do {
             try file.save(source)
@@ -287,7 +291,7 @@ public final class NamespaceRegistry {
             throw error
         }
         if namespace.rulesFailure != nil { logger.notice("rules.repaired", ["ns": namespace.name]) }
-        if let log = namespace.log {
+        if appendToLog, let log = namespace.log {
             // Cluster mode: the rules travel in the log, after the writes made before them, so a node that takes
             // the namespace over serves them (Cluster.md#What-is-replicated).
             namespace.flush()
