@@ -3,7 +3,7 @@
 //
 // The writer is a client as an application would write one: it sends `PUT /items/w<i>.json` (value i) with one
 // write in flight, follows a 307 to the node it names, sending `Authorization` again itself, and on a refused
-// connection, a timeout or any other answer moves to the next node (pausing 50 ms once three attempts in a row
+// connection, a timeout or any other answer moves to the next node (pausing 20 ms once three attempts in a row
 // failed, so a dead owner's redirects do not spin). A write that was not acknowledged is sent again, to the same
 // key. Every acknowledged write must be in the namespace afterwards, as the new owner serves it.
 
@@ -148,7 +148,7 @@ extension BenchCluster {
                 port = ports[((ports.firstIndex(of: port) ?? 0) + 1) % ports.count]
             }
             failuresInARow += 1
-            if failuresInARow >= 3 { Thread.sleep(forTimeInterval: 0.05) }
+            if failuresInARow >= 3 { Thread.sleep(forTimeInterval: 0.02) }
         }
         while !log.state.withLock({ $0.stop }) {
             let client = clients[port] ?? HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 5)
