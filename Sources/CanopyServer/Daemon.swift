@@ -98,6 +98,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     private func joinCluster(_ cluster: ClusterConfiguration, registry: NamespaceRegistry) throws {
         let node = try ClusterNode(configuration: cluster)
         registry.cluster = node
+        context?.proxy = ClusterProxy(node: cluster.node)
         let loop = self.loop
         let bound = LoopBound(registry, loop: loop)
         node.onOrphan = { name in loop.execute { bound.value?.claimOrphan(name) } }

@@ -22,7 +22,11 @@ extension NamespaceRegistry {
     /// Claims `name` on the cluster's claim queue: owned here (its tree read from the log, its local cache file
     /// rewritten) or served elsewhere.
     func startClusterLoading(_ name: String, node: ClusterNode, file: String) {
-        let options = storeOptions(for: name)
+        var cacheOptions = storeOptions(for: name)
+        // The log is the durable copy; the local file is a cache, rewritten from the log at every claim, so it
+        // costs no fsync per batch (Cluster.md#What-is-replicated).
+        cacheOptions.synchronous = .normal
+        let options = cacheOptions
         let pool = self.pool
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)

@@ -115,7 +115,7 @@ final class ServerContext {
 
     /// Cluster mode: sends a request for a namespace another node owns to that node (Cluster.md#How-a-client-
     /// reaches-its-node). A WebSocket gets the wire protocol's reset naming the owner's host, as Firebase
-    /// redirects (the SDKs reconnect there); HTTP requests get `307` to the same path and query on the owner.
+    /// redirects (the SDKs reconnect there); REST and SSE requests are proxied to the owner (`ClusterProxy`).
     func redirect(_ request: HTTPRequest, _ responder: HTTPResponder, to url: String) {
         let host = ClusterConfiguration.host(of: url)
         if request.path == "/.ws", request.header("upgrade")?.lowercased() == "websocket" {
@@ -126,17 +126,19 @@ final class ServerContext {
             socket.close(code: 1000, reason: "served by \(host)")
             return
         }
-        var base = Substring(url)
-        while base.hasSuffix("/") { base = base.dropLast() }
-        let location = String(base) + request.target
-        var body: [UInt8] = []
-        JSONValue.object([JSONMember("error", .string("This namespace is served by \(url); repeat the request there."))])
-            .write(into: &body)
-        responder.respond(
-            HTTPResponse(
-                status: 307,
-                headers: [("Location", location), ("Content-Type", "application/json; charset=utf-8")], body: body))
+        if request.header(ClusterProxy.forwardedHeader) != nil {
+            // Forwarded here by a node that believed this one owns the namespace: the two disagree for a moment.
+            return responder.respond(
+                HTTPResponse.error(status: 503, message: "The namespace is moving between nodes; try again."))
+        }
+        guard configuration.cluster?.proxiesREST ?? false, let proxy else {
+            return responder.respond(ClusterProxy.redirect(request, to: url))
+        }
+        proxy.forward(request, responder, to: url, loop: loop)
     }
+
+    /// Cluster mode: forwards REST and SSE requests for namespaces other nodes own.
+    var proxy: ClusterProxy?
 
     /// `?ns=`, else the first label of a `<ns>.<host>` Host header, else the default namespace.
     func namespaceName(_ request: HTTPRequest, params: [String: String]) throws(NamespaceError) -> String {

@@ -24,6 +24,9 @@ public struct ClusterConfiguration: Sendable {
     public var logStreams = 8
     /// Copies of every stream and bucket (3: losing one NATS server loses nothing).
     public var replicas = 3
+    /// REST and SSE requests for a namespace another node owns are proxied to it (true, `--cluster-rest proxy`,
+    /// the default) or answered with `307` to it (`--cluster-rest redirect`).
+    public var proxiesREST = true
 
     public init(servers: [NATSServerAddress], node: String, advertise: String) {
         self.servers = servers

@@ -24,7 +24,8 @@ struct Serve: Command {
                      [--max-longpoll-pending <MiB>]
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
-                     [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]]
+                     [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]
+                      [--cluster-rest proxy|redirect]]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -86,6 +87,9 @@ struct Serve: Command {
           --node         this node's name in the cluster, unique (letters, digits, '_' or '-')
           --advertise    the URL clients reach this node at (http://host:port); redirects name it
           --lease        milliseconds a dead node keeps its namespaces before others take them (default 6000)
+          --cluster-rest  REST and SSE requests for a namespace another node owns: proxy (default: forwarded to
+                         the owner, credential included) or redirect (307 to the owner; most HTTP clients then
+                         drop the Authorization header, as the port changes)
 
         Every option can be given as an environment variable instead: --max-connections as CANOPY_MAX_CONNECTIONS,
         --data as CANOPY_DATA, and so on (CANOPY_ + the name in capitals, '-' as '_'). An option on the command line
@@ -103,6 +107,7 @@ struct Serve: Command {
     private var clusterNode: String?
     private var clusterAdvertise: String?
     private var clusterLease: Int?
+    private var clusterRedirectsREST = false
 
     /// Every option of `canopy serve`, and whether it is a flag (takes no value). Each can also be given as an
     /// environment variable: `--max-connections` as `CANOPY_MAX_CONNECTIONS`; the command line wins.
@@ -117,7 +122,7 @@ struct Serve: Command {
         ("--max-listens-per-connection", false), ("--max-listens", false), ("--max-ondisconnect-per-connection", false),
         ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
         ("--max-longpoll-pending", false), ("--cluster", false), ("--node", false), ("--advertise", false),
-        ("--lease", false),
+        ("--lease", false), ("--cluster-rest", false),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -178,9 +183,10 @@ struct Serve: Command {
             else { throw UsageError(message: "--advertise: '\(advertise)' is not an http:// or https:// URL") }
             var cluster = ClusterConfiguration(servers: servers, node: node, advertise: advertise)
             if let clusterLease { cluster.leaseMilliseconds = clusterLease }
+            cluster.proxiesREST = !clusterRedirectsREST
             configuration.cluster = cluster
-        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil {
-            throw UsageError(message: "--node, --advertise and --lease need --cluster")
+        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST {
+            throw UsageError(message: "--node, --advertise, --lease and --cluster-rest need --cluster")
         }
         // One address must not be able to take every session (Architecture.md#Bounded-resources).
         guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
@@ -199,6 +205,12 @@ struct Serve: Command {
         case "--node": clusterNode = try arguments.value(for: option)
         case "--advertise": clusterAdvertise = try arguments.value(for: option)
         case "--lease": clusterLease = try arguments.int(for: option, in: 1000...600_000)
+        case "--cluster-rest":
+            let mode = try arguments.value(for: option)
+            guard mode == "proxy" || mode == "redirect" else {
+                throw UsageError(message: "--cluster-rest must be proxy or redirect, not '\(mode)'")
+            }
+            clusterRedirectsREST = mode == "redirect"
         case "--host": configuration.host = try arguments.value(for: option)
         case "--port": configuration.port = try arguments.int(for: option, in: 0...65535)
         case "--data": configuration.dataDirectory = try arguments.value(for: option)

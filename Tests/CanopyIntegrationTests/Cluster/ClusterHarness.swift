@@ -18,9 +18,12 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
     let lease: Int
     private(set) var nodes: [ServerProcess?]
     let logDirectory: String
+    let redirectREST: Bool
 
     /// Starts NATS and `count` Canopy nodes (`c1`, `c2`, …) with a short lease so failovers are quick.
-    init(count: Int = 3, lease: Int = 3000) throws {
+    /// - Parameter redirectREST: nodes answer REST for namespaces they do not own with `307` instead of proxying.
+    init(count: Int = 3, lease: Int = 3000, redirectREST: Bool = false) throws {
+        self.redirectREST = redirectREST
         nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
         self.lease = lease
         ports = try (0..<count).map { _ in try freeTCPPort() }
@@ -54,7 +57,7 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
             extraArguments: [
                 "--cluster", nats.urls, "--node", "c\(index + 1)", "--advertise", "http://127.0.0.1:\(ports[index])",
                 "--lease", "\(lease)",
-            ],
+            ] + (redirectREST ? ["--cluster-rest", "redirect"] : []),
             logFile: logDirectory + "/c\(index + 1).log",
             baseArguments: [
                 "--port", "\(ports[index])", "--data", directories[index], "--log-level", "notice",
@@ -105,6 +108,12 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
                 continue
             }
             let json = response.body.isEmpty ? nil : try? JSONValue.parse(response.body)
+            // A proxied answer names the node that gave it.
+            if let owner = response.header("x-canopy-owner"), let port = URL(string: owner)?.port,
+                let answered = self.index(ofPort: port)
+            {
+                node = answered
+            }
             return (response.status, json, node)
         }
         throw HTTPClientError("redirected more than 3 times: \(method) \(target)")
@@ -115,10 +124,10 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
         let client = HTTPClient(host: "127.0.0.1", port: ports[index], timeoutSeconds: 10)
         defer { client.close() }
         let response = try client.request("GET", "/.json?ns=\(ns)&shallow=true", headers: adminHeader)
-        if response.status == 307, let location = response.header("location"), let port = URL(string: location)?.port,
-            let owner = self.index(ofPort: port)
-        {
-            return owner
+        for header in ["location", "x-canopy-owner"] {
+            if let url = response.header(header), let port = URL(string: url)?.port, let owner = self.index(ofPort: port) {
+                return owner
+            }
         }
         guard response.status == 200 else { throw HTTPClientError("GET on c\(index + 1): \(response.status) \(response.text)") }
         return index

@@ -18,8 +18,10 @@ import Testing
 
 @Suite(.serialized, .enabled(if: NATSTestCluster.binary != nil, "nats-server is not installed"))
 struct ClusterTests {
-    @Test func namespacesArePlacedOnOneOwnerAndOtherNodesRedirect() throws {
-        let cluster = try CanopyCluster()
+    /// Other nodes proxy REST to the owner (the default) or redirect to it (`--cluster-rest redirect`).
+    @Test(arguments: [false, true])
+    func namespacesArePlacedOnOneOwnerAndOtherNodesSendClientsThere(redirectREST: Bool) throws {
+        let cluster = try CanopyCluster(redirectREST: redirectREST)
         defer { cluster.stop() }
         let names = (1...9).map { "event\($0)" }
         for (i, ns) in names.enumerated() {
@@ -37,6 +39,11 @@ struct ClusterTests {
                 let response = try client.request("GET", "/info/name.json?ns=\(ns)", headers: cluster.adminHeader)
                 if index == owner {
                     #expect(response.status == 200 && response.text == "\"\(ns)\"", "owner c\(owner + 1) of \(ns)")
+                    #expect(response.header("x-canopy-owner") == nil)
+                } else if !redirectREST {
+                    // Proxied: the same answer, naming the node that gave it.
+                    #expect(response.status == 200 && response.text == "\"\(ns)\"", "c\(index + 1) for \(ns)")
+                    #expect(response.header("x-canopy-owner") == "http://127.0.0.1:\(cluster.ports[owner])")
                 } else {
                     #expect(response.status == 307, "c\(index + 1) for \(ns): \(response.status) \(response.text)")
                     #expect(response.header("location") == "http://127.0.0.1:\(cluster.ports[owner])/info/name.json?ns=\(ns)")
@@ -46,6 +53,28 @@ struct ClusterTests {
         }
         // Rendezvous placement spreads nine namespaces over more than one node.
         #expect(owners.count >= 2, "every namespace on one node: \(owners)")
+
+        if !redirectREST {
+            // An event stream opened on a non-owner is relayed from the owner, live.
+            let ns = names[1]
+            let owner = try cluster.owner(of: ns)
+            let other = (owner + 2) % 3
+            let stream = HTTPClient(host: "127.0.0.1", port: cluster.ports[other], timeoutSeconds: 10)
+            defer { stream.close() }
+            let head = try stream.openStream(
+                "/info.json?ns=\(ns)", headers: cluster.adminHeader + [("Accept", "text/event-stream")])
+            #expect(head.status == 200 && head.header("content-type")?.hasPrefix("text/event-stream") == true)
+            var text = ""
+            func read(until needle: String) throws {
+                let deadline = Date().addingTimeInterval(10)
+                while !text.contains(needle) && Date() < deadline { text += String(decoding: try stream.readChunk(), as: UTF8.self) }
+            }
+            try read(until: "\"name\":\"\(ns)\"")
+            #expect(text.contains("event: put"))
+            #expect(try cluster.request("PUT", "/info/name.json?ns=\(ns)", body: #""renamed""#, via: owner).status == 200)
+            try read(until: "renamed")
+            #expect(text.contains(#"{"path":"/name","data":"renamed"}"#), "\(text)")
+        }
 
         // The wire protocol: a non-owner answers the WebSocket with Firebase's reset naming the owner's host.
         let ns = names[0]
@@ -182,7 +211,7 @@ struct ClusterTests {
         #expect(stored?.arrayValue?.count == acknowledged || stored?.objectCount == acknowledged)
     }
 
-    @Test func aPublishIsAllOrNothingAcrossFailover() throws {
+    @Test func aPublishAndTheRulesSurviveFailover() throws {
         let cluster = try CanopyCluster()
         defer { cluster.stop() }
         let ns = "summit"
@@ -192,6 +221,9 @@ struct ClusterTests {
         document.data.json(export: true).write(into: &tree)
         #expect(try cluster.request("PUT", "/.json?ns=\(ns)", body: String(decoding: tree, as: UTF8.self), via: 0).status == 200)
         let owner = try cluster.owner(of: ns)
+        // The namespace's rules travel in the log with its data: the new owner enforces them.
+        let rules = #"{"rules": {".read": "auth != null", "public": {".read": true}}}"#
+        #expect(try cluster.request("PUT", "/.settings/rules.json?ns=\(ns)", body: rules, via: owner).status == 200)
         let published = try cluster.request("POST", "/.canopy/publish?ns=\(ns)", via: owner)
         #expect(published.status == 200, "publish: \(published.json?.serialized() ?? "")")
         let before = try cluster.request("GET", "/.json?ns=\(ns)", via: owner).json
@@ -209,6 +241,13 @@ struct ClusterTests {
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(after != nil && after == before)
+        let newOwner = try cluster.owner(of: ns, asking: (owner + 1) % 3)
+        let savedRules = try cluster.request("GET", "/.settings/rules.json?ns=\(ns)", via: newOwner)
+        #expect(savedRules.json == (try? JSONValue.parse(rules)), "rules on the new owner: \(savedRules.json?.serialized() ?? "")")
+        let anonymous = HTTPClient(host: "127.0.0.1", port: cluster.ports[newOwner], timeoutSeconds: 10)
+        defer { anonymous.close() }
+        #expect(try anonymous.request("GET", "/private.json?ns=\(ns)").status == 401)
+        #expect(try anonymous.request("GET", "/public.json?ns=\(ns)").status == 200)
         #expect(after?["private"]?["admin"]?["content"] == before?["private"]?["admin"]?["pendingContent"])
     }
 }
