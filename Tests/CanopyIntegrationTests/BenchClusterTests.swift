@@ -15,10 +15,10 @@ struct BenchClusterTests {
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("benchmark") && $0.contains("writes/s") && $0.contains("cli cores") },
             "\(r.stdout)")
-        for side in ["single", "cluster"] {
-            let row = lines.first { $0.hasPrefix("\(side) rest put, 1 conn") }
+        for label in ["single rest put, 1 conn", "cluster rest put, 1 conn", "cluster via c"] {
+            let row = lines.first { $0.hasPrefix(label) }
             // writes/s, p50, p99, server µs/write, nats µs/write (n/a for the single node), client cores.
-            #expect(row.map { $0.dropFirst(28).split(separator: " ").count } == 6, "\(r.stdout)")
+            #expect(row.map { $0.dropFirst(34).split(separator: " ").count } == 6, "\(r.stdout)")
         }
         #expect(lines.contains { $0.hasPrefix("ratio cluster/single, 1 conn: writes/s ") }, "\(r.stdout)")
         #expect(r.stdout.contains("--lease 2000 ms"), "\(r.stdout)")

@@ -93,8 +93,9 @@ final class BenchCluster {
     var authorization: [(String, String)] { [("Authorization", "Bearer \(credential)")] }
 
     /// A request to the node on `port`, following 307s to the owner (up to 3), the credential sent again each
-    /// time (an HTTP client drops `Authorization` on a redirect to another origin).
-    /// - Returns: the last answer and the port of the node that gave it.
+    /// time (an HTTP client drops `Authorization` on a redirect to another origin). Nodes proxy REST to the owner
+    /// by default (`--cluster-rest proxy`); a proxied answer names the owner in `X-Canopy-Owner`.
+    /// - Returns: the last answer and the port of the owner that gave it (the proxy's owner, else the node's).
     func request(_ method: String, _ target: String, body: String = "", via port: Int, timeoutSeconds: Int = 10)
         throws -> (response: HTTPClientResponse, port: Int)
     {
@@ -107,7 +108,7 @@ final class BenchCluster {
                 port = next
                 continue
             }
-            return (response, port)
+            return (response, Self.ownerPort(response) ?? port)
         }
         throw CommandFailure("\(method) \(target): redirected more than 3 times")
     }
@@ -117,8 +118,13 @@ final class BenchCluster {
         response.header("location").flatMap { URL(string: $0)?.port }
     }
 
+    /// The port of the owner that answered a proxied request (`X-Canopy-Owner: http://host:port`).
+    static func ownerPort(_ response: HTTPClientResponse) -> Int? {
+        response.header("x-canopy-owner").flatMap { URL(string: $0)?.port }
+    }
+
     /// The owner of `namespace`: writes `/bench/probe` through node c1 until a node acknowledges it (the cluster's
-    /// streams may still be electing leaders), following redirects.
+    /// streams may still be electing leaders), following redirects or reading the proxy's `X-Canopy-Owner`.
     /// - Returns: the owner's index in ``nodes``.
     func owner(of namespace: String, timeoutSeconds: Double = 60) throws -> Int {
         let deadline = Date().addingTimeInterval(timeoutSeconds)

@@ -5,9 +5,11 @@
 // nodes of this binary, one `canopy serve --sync full`. Both sides promise the same to a writer, "acknowledged
 // means durable", in their own way: a cluster node replies once the write's batch is stored by two of the three
 // NATS servers, the single node once SQLite's WAL is fdatasync'd. The writes are the `bench write` durable rows'
-// (RESTWriteTarget on ClosedLoopWrites: keep-alive PUTs of the same 42 bytes, one in flight per connection, every
-// connection on one event loop), sent to the namespace's owner, found by a PUT to c1 and its 307. Per connection
-// count the two sides take turns at going first. The failover round is ClusterFailover's.
+// (RESTWriteTarget on ClosedLoopWrites: keep-alive PUTs of the same 40 bytes, one in flight per connection, every
+// connection on one event loop), sent to the single node, to the namespace's owner (found by a PUT to c1: its 307,
+// or the `X-Canopy-Owner` of its proxied answer) and to another node, which proxies them to the owner
+// (`--cluster-rest proxy`, the default). Per connection count the sides take turns at going first. The failover
+// round is ClusterFailover's.
 //
 // Fan-out spread over several nodes is not measured: replicas are not built yet, so every listener of a namespace
 // is on its owner and the figure would be the single node's (`bench fanout`).
@@ -23,10 +25,11 @@ struct ClusterBenchmark {
           Starts 3 nats-server with JetStream (from PATH or /usr/sbin; Debian package nats-server), 3 `canopy serve
           --cluster` nodes of this binary and a single-node `canopy serve --sync full`, on loopback ports in a
           temporary directory, all removed at exit. Durable writes to one namespace: REST keep-alive PUTs of a
-          small value to its owner, one in flight per connection, <n> per row (default 1000), at each of --clients
-          connection counts (default 1,16,50): writes/s, p50/p99, CPU per write of the owner and of the three
-          nats-server, client cores, and the cluster/single ratios. Then failover: a writer keeps writing while the
-          owner of another namespace is killed (kill -9), retrying on the other nodes and following their 307s;
+          small value to the single node, to the namespace's owner and to another node that proxies them to the
+          owner, one in flight per connection, <n> per row (default 1000), at each of --clients connection counts
+          (default 1,16,50): writes/s, p50/p99, daemon and nats-server CPU per write, client cores, and the
+          cluster/single ratios. Then failover: a writer keeps writing while the owner of another namespace is
+          killed (kill -9), retrying on the other nodes (following a 307 if one answers with it);
           the ms from the kill to the first write acknowledged by the new owner, with the nodes' --lease (default
           6000), and a check that every acknowledged write is present afterwards (exit 1 if one is missing).
         """
@@ -54,6 +57,11 @@ struct ClusterBenchmark {
             default: throw .unknownOption(option, command: "bench cluster")
             }
         }
+    }
+
+    /// Where a row's writes go: the single node, the namespace's owner, or another node that proxies them to it.
+    private enum Side: CaseIterable {
+        case single, owner, proxy
     }
 
     /// One row of the durable-write table.
@@ -84,8 +92,8 @@ struct ClusterBenchmark {
         print(
             "durable writes to one namespace (a reply means durable: cluster once the batch is stored by 2 of 3 "
                 + "nats-server, single once SQLite's WAL is fdatasync'd); REST keep-alive PUT of "
-                + "\(BenchCommand.durablePayload.utf8.count) B to the owner (\(BenchCluster.nodeNames[ownerIndex]), "
-                + "found by a PUT to c1, answered there or redirected to the owner); \(writes) writes per row, one in flight per connection")
+                + "\(BenchCommand.durablePayload.utf8.count) B; owner \(BenchCluster.nodeNames[ownerIndex]) (a PUT to c1 "
+                + "names it); \(writes) writes per row, one in flight per connection")
         fflush(nil)
 
         let singleAuth = [("Authorization", "Bearer \(cluster.singleCredential)")]
@@ -95,34 +103,50 @@ struct ClusterBenchmark {
         guard (200..<300).contains(probe.status) else {
             throw CommandFailure("the single node answered a PUT with \(probe.status): \(probe.text)")
         }
-        func measure(_ side: String, connections: Int, total: Int) throws -> Row {
-            let isCluster = side == "cluster"
-            let server = isCluster ? owner : single
+        let proxyIndex = (ownerIndex + 1) % 3
+        guard let proxy = cluster.nodes[proxyIndex] else { throw CommandFailure("a cluster node exited") }
+        func measure(_ side: Side, connections: Int, total: Int) throws -> Row {
+            let server: FanoutChild
+            switch side {
+            case .single: server = single
+            case .owner: server = owner
+            case .proxy: server = proxy
+            }
             let target = RESTWriteTarget(
                 port: server.port, namespace: Self.throughputNamespace,
-                credential: isCluster ? cluster.credential : cluster.singleCredential,
+                credential: side == .single ? cluster.singleCredential : cluster.credential,
                 tag: "\(side)\(connections)-\(total)")
             let natsBefore = Self.cpuSeconds(cluster.nats)
+            let ownerBefore = owner.cpuSeconds
             let m = try ClosedLoopWrites.run(connections: connections, total: total, server: server, target: target)
-            let natsSeconds = Self.cpuSeconds(cluster.nats).flatMap { after in natsBefore.map { after - $0 } }
+            let natsSeconds = Self.cpuSeconds(cluster.nats).flatMap { end in natsBefore.map { end - $0 } }
+            // A proxied row's daemon CPU is the proxying node's (measured by the run) and the owner's.
+            let ownerSeconds = side == .proxy ? owner.cpuSeconds.flatMap { end in ownerBefore.map { end - $0 } } : 0
             let conn = connections == 1 ? "1 conn" : "\(connections) conns"
+            let label: String
+            switch side {
+            case .single: label = "single rest put, \(conn)"
+            case .owner: label = "cluster rest put, \(conn)"
+            case .proxy: label = "cluster via \(BenchCluster.nodeNames[proxyIndex]) proxy, \(conn)"
+            }
+            let serverSeconds = m.serverCPUSeconds.flatMap { s in ownerSeconds.map { s + $0 } }
             return Row(
-                label: "\(side) rest put, \(conn)", measurement: m,
-                serverMicrosecondsPerWrite: m.serverCPUSeconds.map { $0 * 1e6 / Double(total) },
-                natsMicrosecondsPerWrite: isCluster ? natsSeconds.map { $0 * 1e6 / Double(total) } : nil,
+                label: label, measurement: m,
+                serverMicrosecondsPerWrite: serverSeconds.map { $0 * 1e6 / Double(total) },
+                natsMicrosecondsPerWrite: side == .single ? nil : natsSeconds.map { $0 * 1e6 / Double(total) },
                 clientCores: m.seconds > 0 ? m.clientCPUSeconds / m.seconds : 0)
         }
         // Warm-up, not reported: connections, statements and the log's stream leader.
-        for side in ["single", "cluster"] { _ = try measure(side, connections: 1, total: min(writes, 100)) }
-        var rows: [(single: Row, cluster: Row)] = []
+        for side in Side.allCases { _ = try measure(side, connections: 1, total: min(writes, 100)) }
+        var rows: [[Side: Row]] = []
         for (turn, count) in clientCounts.enumerated() {
-            if turn % 2 == 0 {
-                let s = try measure("single", connections: count, total: writes)
-                rows.append((s, try measure("cluster", connections: count, total: writes)))
-            } else {
-                let c = try measure("cluster", connections: count, total: writes)
-                rows.append((try measure("single", connections: count, total: writes), c))
+            // Each side goes first in turn: on a shared machine one row can run 20% faster or slower than the next.
+            var row: [Side: Row] = [:]
+            for k in 0..<Side.allCases.count {
+                let side = Side.allCases[(turn + k) % Side.allCases.count]
+                row[side] = try measure(side, connections: count, total: writes)
             }
+            rows.append(row)
         }
         printTable(rows)
 
@@ -158,33 +182,42 @@ struct ClusterBenchmark {
         }
     }
 
-    private func printTable(_ rows: [(single: Row, cluster: Row)]) {
+    private func printTable(_ rows: [[Side: Row]]) {
+        let width = 34
         print(
-            "benchmark".padding(toLength: 28, withPad: " ", startingAt: 0)
+            "benchmark".padding(toLength: width, withPad: " ", startingAt: 0)
                 + "  writes/s    p50 ms    p99 ms  srv us/write  nats us/write  cli cores")
         func figure(_ value: Double?, width: Int) -> String {
             value.map { String(format: "%\(width).1f", $0) } ?? "n/a".leftPadded(to: width)
         }
-        for row in rows.flatMap({ [$0.single, $0.cluster] }) {
+        let ordered = rows.flatMap { row in Side.allCases.compactMap { row[$0] } }
+        for row in ordered {
             let m = row.measurement
             print(
-                row.label.padding(toLength: 28, withPad: " ", startingAt: 0)
+                row.label.padding(toLength: width, withPad: " ", startingAt: 0)
                     + String(format: "%10.0f %9.3f %9.3f  ", m.opsPerSecond, m.p50, m.p99)
                     + figure(row.serverMicrosecondsPerWrite, width: 12) + "  "
                     + figure(row.natsMicrosecondsPerWrite, width: 13) + String(format: "  %9.2f", row.clientCores))
         }
-        for (index, (single, cluster)) in rows.enumerated() where single.measurement.opsPerSecond > 0 {
+        for (index, row) in rows.enumerated() {
+            guard let single = row[.single]?.measurement, let owner = row[.owner]?.measurement,
+                let proxy = row[.proxy]?.measurement, single.opsPerSecond > 0
+            else { continue }
             print(
                 String(
-                    format: "ratio cluster/single, %d conn: writes/s %.2f, p50 %.2f, p99 %.2f", clientCounts[index],
-                    cluster.measurement.opsPerSecond / single.measurement.opsPerSecond,
-                    cluster.measurement.p50 / max(single.measurement.p50, 1e-9),
-                    cluster.measurement.p99 / max(single.measurement.p99, 1e-9)))
+                    format: "ratio cluster/single, %d conn: writes/s %.2f (via proxy %.2f), p50 %.2f (%.2f), "
+                        + "p99 %.2f (%.2f)", clientCounts[index],
+                    owner.opsPerSecond / single.opsPerSecond, proxy.opsPerSecond / single.opsPerSecond,
+                    owner.p50 / max(single.p50, 1e-9), proxy.p50 / max(single.p50, 1e-9),
+                    owner.p99 / max(single.p99, 1e-9), proxy.p99 / max(single.p99, 1e-9)))
         }
         print(
-            "srv us/write: CPU of the daemon written to (the owner, for the cluster); nats us/write: of the three "
-                + "nats-server together; cli cores: this client's CPU over wall time")
-        for row in rows.flatMap({ [$0.single, $0.cluster] }) where row.clientCores >= Self.saturatedCoreShare {
+            "cluster rest put: to the owner; via proxy: to another node, which forwards each request to the owner "
+                + "(--cluster-rest proxy, the default)")
+        print(
+            "srv us/write: CPU of the canopy daemons written to (the single node; the owner; the proxying node and "
+                + "the owner); nats us/write: of the three nats-server; cli cores: this client's CPU over wall time")
+        for row in ordered where row.clientCores >= Self.saturatedCoreShare {
             print(
                 "note: the benchmark client kept \(String(format: "%.2f", row.clientCores)) cores busy on "
                     + "'\(row.label)': it saturates a core, so the client shares the bound on this figure")

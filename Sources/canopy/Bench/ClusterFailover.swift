@@ -2,10 +2,12 @@
 // owner is `kill -9`ed, and the time from the kill to the first write the new owner acknowledges is measured.
 //
 // The writer is a client as an application would write one: it sends `PUT /items/w<i>.json` (value i) with one
-// write in flight, follows a 307 to the node it names, sending `Authorization` again itself, and on a refused
-// connection, a timeout or any other answer moves to the next node (pausing 20 ms once three attempts in a row
+// write in flight, follows a 307 to the node it names (nodes started with `--cluster-rest redirect`, or an https
+// owner), sending `Authorization` again itself, and on a refused connection, a timeout or any other answer (a
+// proxying node's 502 while the owner is dead) moves to the next node (pausing 20 ms once three attempts in a row
 // failed, so a dead owner's redirects do not spin). A write that was not acknowledged is sent again, to the same
-// key. Every acknowledged write must be in the namespace afterwards, as the new owner serves it.
+// key. An acknowledgement is the owner's: the node written to, or the one a proxied answer names in
+// `X-Canopy-Owner`. Every acknowledged write must be in the namespace afterwards, as the new owner serves it.
 
 import CanopyCore
 import CanopyNet
@@ -162,7 +164,8 @@ extension BenchCluster {
             }
             if (200..<300).contains(response.status) {
                 let at = monotonicNanoseconds()
-                log.state.withLock { $0.acknowledged.append((item, port, at)) }
+                let owner = BenchCluster.ownerPort(response) ?? port
+                log.state.withLock { $0.acknowledged.append((item, owner, at)) }
                 item += 1
                 failuresInARow = 0
             } else if response.status == 307, let next = BenchCluster.redirectPort(response) {
