@@ -98,6 +98,7 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
     private func joinCluster(_ cluster: ClusterConfiguration, registry: NamespaceRegistry) throws {
         let node = try ClusterNode(configuration: cluster)
         registry.cluster = node
+        registry.clusterCredential = credentials.adminCredential
         context?.proxy = ClusterProxy(node: cluster.node)
         let loop = self.loop
         let bound = LoopBound(registry, loop: loop)

@@ -47,6 +47,14 @@ public final class Namespace {
     /// Cluster mode: another node owns the namespace now; this object is no longer served (its last writers and
     /// listeners are being sent away).
     var isDeposed = false
+    /// Cluster mode, `--replicate`: this node does not own the namespace and serves it from the log; writes are
+    /// forwarded to the owner by `forwarder` (NamespaceReplica.swift).
+    var replica: NamespaceReplica?
+    var forwarder: ReplicaForwarder?
+    /// The owner's URL when the replica was made (REST writes at a replica are proxied there).
+    var replicaOwnerURL: String?
+    /// A replica read new rules from the log.
+    var onReplicatedRules: ((String) -> Void)?
     /// Creates the file of a new namespace on a store thread and calls back there with the open store.
     private let openStore: (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void
     let loop: EventLoop
@@ -158,6 +166,12 @@ public final class Namespace {
         let base = authorized.mergeBase
         let mergeBase = base.flatMap { base in paths.allSatisfy { base.isAncestor(of: $0) } ? base : nil }
         openOperations.append(CommittedOperation(paths: paths, root: newRoot, mergeBase: mergeBase))
+    }
+
+    /// A replica's tree after applying a batch from the log.
+    func replaceRoot(with tree: Node) {
+        root = tree
+        version &+= 1
     }
 
     /// Runs `body` once everything written so far is durable (`true`), or failed to persist (`false`).

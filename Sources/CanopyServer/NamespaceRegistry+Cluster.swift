@@ -4,6 +4,7 @@
 
 import CanopyCore
 import CanopyNet
+import CanopyRules
 import CanopyStore
 import Dispatch
 
@@ -34,10 +35,21 @@ extension NamespaceRegistry {
         logger.debug("ns.claiming", ["ns": name])
         node.claimQueue.async {
             let result: Result<LoadedTree, NamespaceUnavailable>
+            var replicaRules: String?
             do {
                 switch try node.claim(name) {
                 case .elsewhere(let url, let owner):
-                    result = .failure(.elsewhere(namespace: name, node: owner, url: url))
+                    if node.configuration.replicates {
+                        let (tree, rules, replica) = try node.replicaStart(name)
+                        let rows = Namespace.mutations(for: .root, before: .empty, after: tree).count
+                        var loaded = LoadedTree(store: nil, root: tree, bytes: rows * Namespace.bytesPerRow)
+                        loaded.replica = replica
+                        loaded.ownerURL = url
+                        replicaRules = rules
+                        result = .success(loaded)
+                    } else {
+                        result = .failure(.elsewhere(namespace: name, node: owner, url: url))
+                    }
                 case .owned(let tree, let rules, let log):
                     do {
                         let store = try Self.rewriteCache(file: file, tree: tree, options: options, pool: pool)
@@ -54,22 +66,68 @@ extension NamespaceRegistry {
                 result = .failure(.failed(namespace: name, reason: "cluster: \(error)"))
             }
             node.orphanHandled(name)
-            loop.execute { bound.value?.clusterLoaded(name, result) }
+            let rules = replicaRules
+            loop.execute { bound.value?.clusterLoaded(name, result, replicaRules: rules) }
         }
     }
 
-    private func clusterLoaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
+    private func clusterLoaded(
+        _ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>, replicaRules: String? = nil
+    ) {
         if case .failure(.elsewhere(_, _, let url)) = result {
             redirects[name] = (url, monotonicNanoseconds() + Self.redirectMemoryNanoseconds)
         } else {
             redirects[name] = nil
         }
         loaded(name, result)
+        if case .success(let tree) = result, let replica = tree.replica, let namespace = open[name],
+            namespace.replica === replica
+        {
+            startReplica(namespace, replica, rules: replicaRules)
+            return
+        }
         guard case .success(let tree) = result, let log = tree.log else { return }
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
         log.onDeposed { reason in loop.execute { bound.value?.depose(name, log: log, reason: reason) } }
         if log.isDeposed { depose(name, log: log, reason: "deposed while loading") }
+    }
+
+    /// Starts following the log into a replica's tree: its rules first, then every batch after its start.
+    private func startReplica(_ namespace: Namespace, _ replica: NamespaceReplica, rules: String?) {
+        let name = namespace.name
+        namespace.onReplicatedRules = { [weak namespace] source in namespace.map { Self.applyRules(source, to: $0) } }
+        if let rules { Self.applyRules(rules, to: namespace) } else { namespace.policy = defaultPolicy }
+        namespace.forwarder = cluster?.forwarder(for: name, credential: clusterCredential)
+        let loop = self.loop
+        let target = LoopBound(namespace, loop: loop)
+        let registry = LoopBound(self, loop: loop)
+        replica.start(
+            { sequence, batch in loop.execute { target.value?.applyReplicated(batch, sequence: sequence) } },
+            failed: { reason in loop.execute { registry.value?.dropReplica(name, reason: reason) } })
+        logger.notice("cluster.replica", ["ns": name, "log_seq": "\(replica.applied)"])
+    }
+
+    private static func applyRules(_ source: String, to namespace: Namespace) {
+        do {
+            namespace.policy = RulesPolicy(rules: try CompiledRules.compile(source: source))
+            namespace.rulesSource = source
+            namespace.rulesFailure = nil
+        } catch {
+            namespace.policy = DenyAllPolicy()
+            namespace.rulesFailure = "The security rules of namespace '\(namespace.name)' in the log are invalid."
+        }
+    }
+
+    /// Stops serving a replica (its owner changed to this node, or its log cannot be read): its sessions are
+    /// reset, and the next request claims or replicates it again.
+    func dropReplica(_ name: String, reason: String) {
+        guard let namespace = open[name], let replica = namespace.replica else { return }
+        logger.notice("cluster.replica_dropped", ["ns": name, "reason": reason])
+        replica.stop()
+        open[name] = nil
+        namespace.isDeposed = true
+        onDeposed?(namespace)
     }
 
     /// The local cache of a claimed namespace: its old file (whatever it held) replaced by the tree from the log.
@@ -124,6 +182,7 @@ extension NamespaceRegistry {
     /// A namespace whose owner died, of which this node is the preferred owner: claimed now, without waiting
     /// for a client to ask.
     func claimOrphan(_ name: String) {
+        if open[name]?.replica != nil { dropReplica(name, reason: "its owner died; this node claims it") }
         guard open[name] == nil, let node = cluster, let file = try? directory.storePath(for: name) else {
             cluster?.orphanHandled(name)
             return

@@ -84,7 +84,9 @@ extension NamespaceRegistry {
 
     /// Drops an idle namespace's tree and closes its file on a store thread.
     private func close(_ name: String) {
-        guard let namespace = open.removeValue(forKey: name), let store = namespace.detachStore() else { return }
+        guard let namespace = open.removeValue(forKey: name) else { return }
+        namespace.replica?.stop()
+        guard let store = namespace.detachStore() else { return }
         // Cluster mode: the node stops appending; its owner record stays, so the next use claims it again here.
         if let log = namespace.log {
             cluster?.giveUp(log)

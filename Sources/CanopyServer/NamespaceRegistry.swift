@@ -45,6 +45,8 @@ public final class NamespaceRegistry {
     var redirects: [String: (url: String, until: UInt64)] = [:]
     /// Cluster mode: a namespace stopped being served here (another node owns it now); its sessions must go.
     public var onDeposed: ((Namespace) -> Void)?
+    /// Cluster mode: the admin credential a replica forwards its writers' writes with.
+    var clusterCredential = ""
 
     /// The requests waiting for one namespace to load.
     struct Loading {
@@ -174,11 +176,15 @@ public final class NamespaceRegistry {
 
     /// A tree read on a store thread, with its open store and its rules text.
     struct LoadedTree: Sendable {
-        var store: NamespaceStore
+        /// nil for a cluster replica (it stores nothing).
+        var store: NamespaceStore?
         var root: Node
         var bytes: Int
         /// Cluster mode: the log of the namespace this node claimed.
         var log: NamespaceLog? = nil
+        /// Cluster mode: the replica of a namespace another node owns (`--replicate`), and the owner's URL.
+        var replica: NamespaceReplica? = nil
+        var ownerURL: String? = nil
     }
 
     func loaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
@@ -189,6 +195,9 @@ public final class NamespaceRegistry {
             let namespace = makeNamespace(
                 name, store: tree.store, root: tree.root, bytes: tree.bytes)
             namespace.log = tree.log
+            namespace.replica = tree.replica
+            namespace.replicaOwnerURL = tree.ownerURL
+            if tree.replica != nil { namespace.policy = DenyAllPolicy() }  // until the log's rules are applied
             register(namespace)
             outcome = .success(namespace)
         case .failure(let error):

@@ -98,6 +98,13 @@ final class ServerContext {
         // Handlers read parameters first-wins (long polling) or last-wins (REST): every `ns` given is made ready.
         var names: [String] = request.query.filter { $0.name == "ns" && !$0.value.isEmpty }.map(\.value)
         if names.isEmpty, let name = try? namespaceName(request, params: [:]) { names = [name] }
+        // Cluster mode: a replica answers reads and listens; every other request goes to the owner.
+        if registry.cluster != nil, request.method != "GET", request.path != "/.ws", request.path != "/.lp",
+            let name = names.first, let namespace = registry.open[name], namespace.replica != nil,
+            let owner = namespace.replicaOwnerURL
+        {
+            return redirect(request, responder, to: owner)
+        }
         guard let name = names.first(where: { DataDirectory.isValidNamespace($0) && registry.mustWait(for: $0) })
         else { return body() }
         registry.whenOpen(name, create: false) { [weak self] result in

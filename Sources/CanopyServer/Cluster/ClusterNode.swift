@@ -8,6 +8,7 @@
 
 import CanopyCore
 import CanopyNATS
+import CanopyNet
 import Dispatch
 import Synchronization
 
@@ -27,6 +28,9 @@ public struct ClusterConfiguration: Sendable {
     /// REST and SSE requests for a namespace another node owns are proxied to it (true, `--cluster-rest proxy`,
     /// the default) or answered with `307` to it (`--cluster-rest redirect`).
     public var proxiesREST = true
+    /// `--replicate`: a node serves namespaces other nodes own from a replica (reads and listens here, writes
+    /// forwarded to the owner) instead of sending their clients to the owner.
+    public var replicates = false
 
     public init(servers: [NATSServerAddress], node: String, advertise: String) {
         self.servers = servers
@@ -443,6 +447,71 @@ final class ClusterNode: @unchecked Sendable {
             seen = message.streamSequence
             if seen > last { break }
             try body(try ClusterBatch.decode(message.payload))
+        }
+    }
+
+    // MARK: - Replicas
+
+    /// A replica's starting point: the tree and rules as the log holds them up to its leader's last sequence.
+    /// Blocks: call on `claimQueue`.
+    func replicaStart(_ namespace: String) throws -> (tree: Node, rules: String?, replica: NamespaceReplica) {
+        let (stream, subject) = log(of: namespace)
+        let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
+        var tree = Node.empty
+        var rules: String?
+        if last > 0 {
+            try replay(stream: stream, subject: subject, after: 0, through: last) { batch in
+                switch batch {
+                case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
+                case .rules(let source): rules = source
+                case .takeover: break
+                }
+            }
+        }
+        let replica = NamespaceReplica(node: self, namespace: namespace, stream: stream, subject: subject, applied: last)
+        return (tree, rules, replica)
+    }
+
+    /// The advertised URL of the namespace's owner, read now; nil when it has none or its lease is gone.
+    func ownerURL(of namespace: String) throws -> String? {
+        guard let entry = try owners.entry("ns." + namespace), let record = Self.decodeOwner(entry.value),
+            record.node != name, let lease = try nodes.entry(record.node)
+        else { return nil }
+        return Self.decodeURL(lease.value) ?? record.url
+    }
+
+    /// Forwards a replica's write to the owner's REST API as the admin (`credential`), the writer's identity in
+    /// the target's `auth_variable_override`; on success, the log's last sequence then (the write is at or before
+    /// it). Runs on the claim queue.
+    func forwarder(for namespace: String, credential: String) -> ReplicaForwarder {
+        let (stream, subject) = log(of: namespace)
+        return { [self] method, target, headers, body, done in
+            claimQueue.async {
+                do {
+                    guard let url = try self.ownerURL(of: namespace) else {
+                        return done(.refused(status: 503, message: "the namespace has no live owner", current: nil))
+                    }
+                    let host = ClusterConfiguration.host(of: url)
+                    guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) else {
+                        return done(.refused(status: 503, message: "the owner's address has no port", current: nil))
+                    }
+                    let client = HTTPClient(host: String(host[..<colon]), port: port, timeoutSeconds: 30)
+                    defer { client.close() }
+                    let response = try client.request(
+                        method, target, headers: headers + [("Authorization", "Bearer " + credential)], body: body)
+                    guard response.status == 200 else {
+                        let json = try? JSONValue.parse(response.body)
+                        return done(
+                            .refused(
+                                status: response.status, message: json?["error"]?.stringValue ?? response.text,
+                                current: response.status == 412 ? json : nil))
+                    }
+                    let sequence = try self.js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
+                    done(.stored(sequence))
+                } catch {
+                    done(.refused(status: 503, message: "the owner did not answer: \(error)", current: nil))
+                }
+            }
         }
     }
 

@@ -17,6 +17,8 @@ final class ClusterProxy: Sendable {
     /// Marks a forwarded request; a node receiving one for a namespace it does not own answers 503 instead of
     /// forwarding it again (owners that disagree for a moment must not bounce a request around).
     static let forwardedHeader = "x-canopy-forwarded"
+    /// A replica's forwarded transaction: the wire hash the node at the path must have (`WriteCondition.hash`).
+    static let hashConditionHeader = "X-Canopy-If-Hash"
     /// Names the node that answered a proxied request (its advertised URL).
     static let ownerHeader = "X-Canopy-Owner"
     /// Requests (and event streams) in flight through the proxy at most.

@@ -103,7 +103,9 @@ extension RESTHandler {
 
     func handlePut(_ request: DataRequest, _ responder: HTTPResponder) throws {
         try withBody(request, responder) { [self] request, body in
-            let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) }
+            // A transaction a cluster replica forwards carries the wire hash it was conditioned on instead.
+            let hash = request.http.header(ClusterProxy.hashConditionHeader).map { WriteCondition.hash($0, at: request.path) }
+            let condition = request.http.header("if-match").map { WriteCondition.etag($0, at: request.path) } ?? hash
             try write(request, .set(path: request.path, data: body), condition: condition, responder) { $0.resolved }
         }
     }

@@ -57,6 +57,7 @@ extension Namespace {
     ) {
         if let beforeWrite { beforeWrite() }
         let completion = counting(operation, completion)
+        if replica != nil { return forwardToOwner(operation, as: identity, condition: condition, completion) }
         if case .admin = operation, let offLoop {
             performOffLoop(operation, as: identity, now: now, condition: condition, on: offLoop, attempt: 1, completion)
             return

@@ -25,7 +25,7 @@ struct Serve: Command {
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
                      [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]
-                      [--cluster-rest proxy|redirect]]
+                      [--cluster-rest proxy|redirect] [--replicate]]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -90,6 +90,9 @@ struct Serve: Command {
           --cluster-rest  REST and SSE requests for a namespace another node owns: proxy (default: forwarded to
                          the owner, credential included) or redirect (307 to the owner; most HTTP clients then
                          drop the Authorization header, as the port changes)
+          --replicate    serve namespaces other nodes own from a replica fed by their log (reads and listens
+                         here, writes forwarded to the owner and acknowledged once applied here), so one
+                         event's listeners can be spread over every node
 
         Every option can be given as an environment variable instead: --max-connections as CANOPY_MAX_CONNECTIONS,
         --data as CANOPY_DATA, and so on (CANOPY_ + the name in capitals, '-' as '_'). An option on the command line
@@ -108,6 +111,7 @@ struct Serve: Command {
     private var clusterAdvertise: String?
     private var clusterLease: Int?
     private var clusterRedirectsREST = false
+    private var clusterReplicates = false
 
     /// Every option of `canopy serve`, and whether it is a flag (takes no value). Each can also be given as an
     /// environment variable: `--max-connections` as `CANOPY_MAX_CONNECTIONS`; the command line wins.
@@ -122,7 +126,7 @@ struct Serve: Command {
         ("--max-listens-per-connection", false), ("--max-listens", false), ("--max-ondisconnect-per-connection", false),
         ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
         ("--max-longpoll-pending", false), ("--cluster", false), ("--node", false), ("--advertise", false),
-        ("--lease", false), ("--cluster-rest", false),
+        ("--lease", false), ("--cluster-rest", false), ("--replicate", true),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -184,9 +188,10 @@ struct Serve: Command {
             var cluster = ClusterConfiguration(servers: servers, node: node, advertise: advertise)
             if let clusterLease { cluster.leaseMilliseconds = clusterLease }
             cluster.proxiesREST = !clusterRedirectsREST
+            cluster.replicates = clusterReplicates
             configuration.cluster = cluster
-        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST {
-            throw UsageError(message: "--node, --advertise, --lease and --cluster-rest need --cluster")
+        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST || clusterReplicates {
+            throw UsageError(message: "--node, --advertise, --lease, --cluster-rest and --replicate need --cluster")
         }
         // One address must not be able to take every session (Architecture.md#Bounded-resources).
         guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
@@ -205,6 +210,7 @@ struct Serve: Command {
         case "--node": clusterNode = try arguments.value(for: option)
         case "--advertise": clusterAdvertise = try arguments.value(for: option)
         case "--lease": clusterLease = try arguments.int(for: option, in: 1000...600_000)
+        case "--replicate": clusterReplicates = true
         case "--cluster-rest":
             let mode = try arguments.value(for: option)
             guard mode == "proxy" || mode == "redirect" else {

@@ -19,11 +19,14 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
     private(set) var nodes: [ServerProcess?]
     let logDirectory: String
     let redirectREST: Bool
+    let replicate: Bool
 
     /// Starts NATS and `count` Canopy nodes (`c1`, `c2`, …) with a short lease so failovers are quick.
     /// - Parameter redirectREST: nodes answer REST for namespaces they do not own with `307` instead of proxying.
-    init(count: Int = 3, lease: Int = 3000, redirectREST: Bool = false) throws {
+    /// - Parameter replicate: nodes serve namespaces they do not own from replicas (`--replicate`).
+    init(count: Int = 3, lease: Int = 3000, redirectREST: Bool = false, replicate: Bool = false) throws {
         self.redirectREST = redirectREST
+        self.replicate = replicate
         nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
         self.lease = lease
         ports = try (0..<count).map { _ in try freeTCPPort() }
@@ -57,7 +60,7 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
             extraArguments: [
                 "--cluster", nats.urls, "--node", "c\(index + 1)", "--advertise", "http://127.0.0.1:\(ports[index])",
                 "--lease", "\(lease)",
-            ] + (redirectREST ? ["--cluster-rest", "redirect"] : []),
+            ] + (redirectREST ? ["--cluster-rest", "redirect"] : []) + (replicate ? ["--replicate"] : []),
             logFile: logDirectory + "/c\(index + 1).log",
             baseArguments: [
                 "--port", "\(ports[index])", "--data", directories[index], "--log-level", "notice",
@@ -89,6 +92,11 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
     }
 
     func index(ofPort port: Int) -> Int? { ports.firstIndex(of: port) }
+
+    /// The node whose log says it claimed `ns` last (with replicas every node answers reads itself).
+    func claimant(of ns: String) -> Int? {
+        nodes.indices.filter { log($0).contains("event=cluster.claimed") && log($0).contains("ns=\(ns)\n") }.first
+    }
 
     /// A REST request sent to node `index`, following `307` redirects to the owner (re-sending the credential,
     /// which a client must do itself: HTTP clients drop `Authorization` on a redirect to another port).

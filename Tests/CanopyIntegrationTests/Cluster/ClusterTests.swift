@@ -252,6 +252,16 @@ struct ClusterTests {
     }
 }
 
+/// Polls a blocking `condition` for up to `timeout` seconds.
+private func poll(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return condition()
+}
+
 extension JSONValue {
     /// The child with integer key `key`: from an array (keys 0…n read as one) or an object.
     fileprivate func member(_ key: Int) -> JSONValue? {
@@ -263,5 +273,93 @@ extension JSONValue {
     fileprivate var objectCount: Int? {
         if case .object(let members) = self { return members.count }
         return arrayValue?.count
+    }
+}
+
+@Suite(.serialized, .enabled(if: NATSTestCluster.binary != nil, "nats-server is not installed"))
+struct ClusterReplicaTests {
+    /// With `--replicate`, every node serves the namespace: listeners on all three, writes from a replica's client
+    /// forwarded to the owner and acknowledged after the replica shows them, REST reads answered locally.
+    @Test func listenersSpreadOverEveryNodeAndReplicaWritesComeBackBeforeTheirAck() async throws {
+        let cluster = try CanopyCluster(replicate: true)
+        defer { cluster.stop() }
+        let ns = "keynote"
+        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
+        let owner = try #require(cluster.claimant(of: ns))
+        let replicaNode = (owner + 1) % 3
+        var databases: [Database] = []
+        var recorders: [SnapshotRecorder] = []
+        for index in 0..<3 {
+            let db = try clientDatabase(port: cluster.ports[index], namespace: ns, token: cluster.admin)
+            databases.append(db)
+            recorders.append(SnapshotRecorder(db.ref("agenda/talk")))
+        }
+        for (index, recorder) in recorders.enumerated() {
+            #expect(await eventually { recorder.last == "opening" }, "listener on c\(index + 1)")
+        }
+        // The listeners stayed on their nodes: the replicas served them, nobody was sent to the owner.
+        for index in 0..<3 where index != owner {
+            #expect(cluster.log(index).contains("event=cluster.replica "), "c\(index + 1) holds no replica")
+        }
+        // A write from a replica's client: forwarded, then applied here before its acknowledgement.
+        try await databases[replicaNode].ref("agenda/talk").setValue("keynote").synced()
+        #expect(recorders[replicaNode].last == "keynote")
+        for (index, recorder) in recorders.enumerated() {
+            #expect(await eventually { recorder.last == "keynote" }, "listener on c\(index + 1)")
+        }
+        // REST: a write at a replica is proxied to the owner, a read is answered by the replica.
+        let client = HTTPClient(host: "127.0.0.1", port: cluster.ports[replicaNode], timeoutSeconds: 10)
+        defer { client.close() }
+        let put = try client.request(
+            "PUT", "/agenda/room.json?ns=\(ns)", headers: cluster.adminHeader, body: Array("7".utf8))
+        #expect(put.status == 200 && put.header("x-canopy-owner") == "http://127.0.0.1:\(cluster.ports[owner])")
+        #expect(poll { (try? client.request("GET", "/agenda/room.json?ns=\(ns)", headers: cluster.adminHeader).text) == "7" })
+        let read = try client.request("GET", "/agenda/room.json?ns=\(ns)", headers: cluster.adminHeader)
+        #expect(read.header("x-canopy-owner") == nil)
+        // The owner's rules reach the replicas through the log; an anonymous writer at a replica is judged by them.
+        let rules = #"{"rules": {"agenda": {".read": true, ".write": "auth != null"}}}"#
+        #expect(try client.request("PUT", "/.settings/rules.json?ns=\(ns)", headers: cluster.adminHeader, body: Array(rules.utf8)).status == 200)
+        let anonymous = HTTPClient(host: "127.0.0.1", port: cluster.ports[replicaNode], timeoutSeconds: 10)
+        defer { anonymous.close() }
+        #expect(poll { (try? anonymous.request("GET", "/agenda/talk.json?ns=\(ns)").status) == 200 })
+        let anonymousDB = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: nil)
+        await #expect(throws: (any Error).self) { try await anonymousDB.ref("agenda/talk").setValue("vandal").synced() }
+        #expect(recorders[owner].last == "keynote")
+        await anonymousDB.close()
+
+        // Transactions from clients of two replicas on one counter: the hash condition is forwarded, every
+        // increment counts once.
+        let clients = databases
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<3 where index != owner {
+                group.addTask {
+                    for _ in 0..<5 {
+                        let result = try await clients[index].ref("agenda/count").runTransaction { current in
+                            .success(.int((current.int64Value ?? 0) + 1))
+                        }
+                        #expect(result.committed)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try cluster.request("GET", "/agenda/count.json?ns=\(ns)", via: owner).json == 10)
+
+        // The owner dies: a replica node claims the namespace, the other keeps replicating from the new owner,
+        // and every listener left hears the next write.
+        cluster.kill9(owner)
+        let survivors = (0..<3).filter { $0 != owner }
+        var written = false
+        let deadline = Date().addingTimeInterval(30)
+        while !written && Date() < deadline {
+            written = (try? cluster.request("PUT", "/agenda/talk.json?ns=\(ns)", body: #""after failover""#, via: survivors[0], timeout: 5))?.status == 200
+            if !written { try await Task.sleep(nanoseconds: 200_000_000) }
+        }
+        #expect(written)
+        for index in survivors {
+            let recorder = recorders[index]
+            #expect(await eventually(timeout: 20) { recorder.last == "after failover" }, "listener on c\(index + 1)")
+        }
+        for db in databases { await db.close() }
     }
 }
