@@ -11,8 +11,7 @@
 // (`--cluster-rest proxy`, the default). Per connection count the sides take turns at going first. The failover
 // round is ClusterFailover's.
 //
-// Fan-out spread over several nodes is not measured: replicas are not built yet, so every listener of a namespace
-// is on its owner and the figure would be the single node's (`bench fanout`).
+// Fan-out spread over several nodes (listeners on replicas) is not measured yet; a line says so.
 
 import CanopyCore
 import CanopyNet
@@ -175,8 +174,8 @@ struct ClusterBenchmark {
         }
         print("")
         print(
-            "fan-out spread over 3 nodes vs one node: not measured (replicas are not built yet: every listener of "
-                + "a namespace is on its owner; see bench fanout for one node)")
+            "fan-out spread over 3 nodes vs one node: not measured (listeners spread over replicas are not driven "
+                + "by this benchmark yet; see bench fanout for one node)")
         if !failover.missing.isEmpty {
             throw CommandFailure("\(failover.missing.count) acknowledged writes are missing after the failover")
         }
