@@ -51,6 +51,12 @@ final class FanoutChild {
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
+    /// `kill -9` of the child, reaped at once (its clean-up still runs in ``stop()``).
+    func kill9() {
+        if process.isRunning { kill(pid, SIGKILL) }
+        process.waitUntilExit()
+    }
+
     /// Terminates the child (SIGTERM, then SIGKILL after 5 s) and waits for it.
     func stop() {
         if process.isRunning {
@@ -73,32 +79,71 @@ final class FanoutChild {
         FanoutChild, credential: String
     ) {
         let data = NSTemporaryDirectory() + "canopy-fanout-" + UUID().uuidString
+        var arguments = [
+            "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync,
+            "--max-connections", "\(maxConnections)",
+        ]
+        if let tls { arguments += ["--tls-cert", tls.certificateFile, "--tls-key", tls.keyFile] }
+        let child = try startServe(arguments: arguments) { try? FileManager.default.removeItem(atPath: data) }
+        let credential = try readFile(data + "/admin.credential").trimmingCharacters(in: .whitespacesAndNewlines)
+        return (child, credential)
+    }
+
+    /// Starts `canopy serve <arguments>` (this same binary) and waits for the line naming the port it serves on.
+    /// - Parameters:
+    ///   - name: what the child is called in reports (`canopy`, a cluster node's name).
+    ///   - logFile: where its standard error goes (nil: inherited, the benchmark's own).
+    ///   - timeoutSeconds: how long it may take to serve (a cluster node waits for JetStream's meta leader).
+    ///   - cleanUp: run once the child has stopped (removing its data directory).
+    static func startServe(
+        arguments: [String], name: String = "canopy", logFile: String? = nil, timeoutSeconds: Double = 20,
+        cleanUp: @escaping () -> Void = {}
+    ) throws -> FanoutChild {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "serve", "--port", "0", "--data", data, "--log-level", "warning", "--sync", sync,
-            "--max-connections", "\(maxConnections)",
-        ]
-        if let tls { process.arguments? += ["--tls-cert", tls.certificateFile, "--tls-key", tls.keyFile] }
+        process.arguments = ["serve"] + arguments
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let child = FanoutChild(name: "canopy", port: 0, process: process) {
-            try? FileManager.default.removeItem(atPath: data)
+        if let logFile {
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logFile)
         }
-        guard let line = firstLine(of: stdout, containing: "canopy: serving ", timeoutSeconds: 20),
+        try process.run()
+        let child = FanoutChild(name: name, port: 0, process: process, cleanUp: cleanUp)
+        guard let line = firstLine(of: stdout, containing: "canopy: serving ", timeoutSeconds: timeoutSeconds),
             let url = line.split(separator: "://").last?.split(separator: " ").first,
             let port = url.split(separator: ":").last.flatMap({ Int($0) })
         else {
             child.stop()
-            throw CommandFailure("the daemon did not report its port (is '\(executable) serve' working?)")
+            throw CommandFailure("\(name) did not report its port (is '\(executable) serve' working?)")
         }
-        let credential = try readFile(data + "/admin.credential").trimmingCharacters(in: .whitespacesAndNewlines)
         child.port = port
-        return (child, credential)
+        return child
+    }
+
+    /// Starts `executable` with `arguments` (standard output and error to `logFile`) and waits until something
+    /// accepts connections on `port` of 127.0.0.1.
+    static func start(
+        _ executable: String, arguments: [String], name: String, port: Int, logFile: String
+    ) throws -> FanoutChild {
+        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+        let log = FileHandle(forWritingAtPath: logFile)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let child = FanoutChild(name: name, port: port, process: process) {}
+        guard waitUntilAccepting(port: port, timeoutSeconds: 10) else {
+            child.stop()
+            throw CommandFailure("\(name) did not start listening on 127.0.0.1:\(port) (its log: \(logFile))")
+        }
+        return child
     }
 
     /// Starts `redis-server` on a free loopback port; nil if it is not installed.

@@ -1,4 +1,4 @@
-// Bench -- `canopy bench write|rules|…`: load generators against a real daemon over loopback (plaintext or TLS).
+// Bench -- `canopy bench write|rules|…|cluster`: load generators against a real daemon over loopback (plaintext or TLS).
 
 import CanopyCore
 import CanopyNet
@@ -10,7 +10,8 @@ import Synchronization
 struct BenchCommand: Command {
     static let name = "bench"
     static let abstract =
-        "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules), long soak (soak)."
+        "Benchmarks: write throughput/latency vs raw SQLite (write), rule evaluation (rules), long soak (soak), "
+        + "cluster writes and failover (cluster)."
     static let usage = """
         canopy bench write [--writes <n>] [--clients <n>] [--sync full|normal] [--compare-redis | --no-redis]
                            [--tls | --compare-tls [--rounds <k>]] [--tls-cert <pem> --tls-key <pem> --tls-ca <pem>]
@@ -54,6 +55,7 @@ struct BenchCommand: Command {
           One socket queues <n> onDisconnect operations (default 200000) and closes, another listens at <n>
           locations (default 500000): the daemon's memory, and p50/p99/max of another client's small reads
           while the operations run and while a write fans out to every listen.
+        \(ClusterBenchmark.usage)
         """
 
     var kind: String
@@ -67,6 +69,7 @@ struct BenchCommand: Command {
     var namespaces: NamespacesBenchmark?
     var soak: SoakBenchmark?
     var connection: ConnectionBenchmark?
+    var cluster: ClusterBenchmark?
     /// `bench write --tls`: serve and write over HTTPS.
     var writeTLS = false
     /// `bench write --compare-tls`: plaintext against TLS in one run, daemons in child processes.
@@ -80,10 +83,11 @@ struct BenchCommand: Command {
     var skipRedis = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection"]
+        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection", "cluster"]
         guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
             throw UsageError(
-                message: "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak|connection'")
+                message:
+                    "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak|connection|cluster'")
         }
         self.kind = kind
         if kind == "soak" {
@@ -108,6 +112,10 @@ struct BenchCommand: Command {
         }
         if kind == "namespaces" {
             namespaces = try NamespacesBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "cluster" {
+            cluster = try ClusterBenchmark(parsing: &arguments)
             return
         }
         while let option = try arguments.nextOption() {
@@ -159,6 +167,7 @@ struct BenchCommand: Command {
         case "namespaces": try namespaces?.run()
         case "soak": try soak?.run()
         case "connection": try connection?.run()
+        case "cluster": try cluster?.run()
         default: try RulesBenchmark(iterations: iterations).run()
         }
     }
