@@ -120,8 +120,8 @@ final class ServerContext {
         }
     }
 
-    /// Cluster mode: sends a request for a namespace another node owns to that node (Cluster.md#How-a-client-
-    /// reaches-its-node). A WebSocket gets the wire protocol's reset naming the owner's host, as Firebase
+    /// Cluster mode: sends a request for a namespace another node owns to that node
+    /// (Cluster.md#How-a-client-reaches-its-node). A WebSocket gets the wire protocol's reset naming the owner's host, as Firebase
     /// redirects (the SDKs reconnect there); REST and SSE requests are proxied to the owner (`ClusterProxy`).
     func redirect(_ request: HTTPRequest, _ responder: HTTPResponder, to url: String) {
         let host = ClusterConfiguration.host(of: url)
