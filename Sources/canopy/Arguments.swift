@@ -85,6 +85,18 @@ struct Arguments {
         }
         return v
     }
+
+    /// A comma-separated list of integers, each in `range` (`--subscribers 100,1000`).
+    mutating func ints(for option: String, in range: ClosedRange<Int>) throws(UsageError) -> [Int] {
+        let text = try value(for: option)
+        let items = text.split(separator: ",")
+        let counts = items.compactMap { Int($0) }
+        guard !counts.isEmpty, counts.count == items.count, counts.allSatisfy({ range.contains($0) }) else {
+            throw .invalidValue(
+                option, text, expected: "a comma-separated list of counts in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return counts
+    }
 }
 
 /// One `canopy` subcommand.

@@ -46,13 +46,7 @@ struct ClusterBenchmark {
             switch option {
             case "--writes": writes = try arguments.int(for: option, in: 10...10_000_000)
             case "--lease": lease = try arguments.int(for: option, in: 1_000...600_000)
-            case "--clients":
-                let text = try arguments.value(for: option)
-                let counts = text.split(separator: ",").compactMap { Int($0) }
-                guard !counts.isEmpty, counts.count == text.split(separator: ",").count,
-                    counts.allSatisfy({ (1...1_024).contains($0) })
-                else { throw .invalidValue(option, text, expected: "a comma-separated list of counts in 1...1024") }
-                clientCounts = counts
+            case "--clients": clientCounts = try arguments.ints(for: option, in: 1...1_024)
             default: throw .unknownOption(option, command: "bench cluster")
             }
         }

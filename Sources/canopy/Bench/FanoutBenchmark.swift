@@ -47,13 +47,7 @@ struct FanoutBenchmark {
     init(parsing arguments: inout Arguments) throws(UsageError) {
         while let option = try arguments.nextOption() {
             switch option {
-            case "--subscribers":
-                let text = try arguments.value(for: option)
-                let counts = text.split(separator: ",").compactMap { Int($0) }
-                guard !counts.isEmpty, counts.count == text.split(separator: ",").count,
-                    counts.allSatisfy({ (1...100_000).contains($0) })
-                else { throw .invalidValue(option, text, expected: "a comma-separated list of counts in 1...100000") }
-                subscriberCounts = counts
+            case "--subscribers": subscriberCounts = try arguments.ints(for: option, in: 1...100_000)
             case "--writes": writes = try arguments.int(for: option, in: 1...1_000_000)
             case "--rounds": rounds = try arguments.int(for: option, in: 1...20)
             case "--url": url = try arguments.value(for: option)
