@@ -41,7 +41,8 @@ extension NamespaceRegistry {
                 case .elsewhere(let url, let owner):
                     if node.configuration.replicates {
                         let (tree, rules, replica) = try node.replicaStart(name)
-                        let rows = Namespace.mutations(for: .root, before: .empty, after: tree).count
+                        var rows = 0
+                        tree.forEachRecord { _ in rows += 1 }
                         var loaded = LoadedTree(store: nil, root: tree, bytes: rows * Namespace.bytesPerRow)
                         loaded.replica = replica
                         loaded.ownerURL = url
@@ -52,9 +53,8 @@ extension NamespaceRegistry {
                     }
                 case .owned(let tree, let rules, let log):
                     do {
-                        let store = try Self.rewriteCache(file: file, tree: tree, options: options, pool: pool)
+                        let (store, rows) = try Self.rewriteCache(file: file, tree: tree, options: options, pool: pool)
                         try Self.rewriteRules(path: rulesPath, source: rules)
-                        let rows = Namespace.mutations(for: .root, before: .empty, after: tree).count
                         result = .success(
                             LoadedTree(store: store, root: tree, bytes: rows * Namespace.bytesPerRow, log: log))
                     } catch {
@@ -130,16 +130,17 @@ extension NamespaceRegistry {
         onDeposed?(namespace)
     }
 
-    /// The local cache of a claimed namespace: its old file (whatever it held) replaced by the tree from the log.
+    /// The local cache of a claimed namespace: its old file (whatever it held) replaced by the tree from the log;
+    /// with the number of rows written.
     private static func rewriteCache(file: String, tree: Node, options: StoreOptions, pool: StorePool) throws
-        -> NamespaceStore
+        -> (store: NamespaceStore, rows: Int)
     {
         for suffix in ["", "-wal", "-shm", "-seq"] { unlink(file + suffix) }
         var options = options
         options.acceptsDataLoss = true
         let store = try NamespaceStore(path: file, options: options, pool: pool)
         let mutations = Namespace.mutations(for: .root, before: .empty, after: tree)
-        guard !mutations.isEmpty else { return store }
+        guard !mutations.isEmpty else { return (store, 0) }
         let done = DispatchSemaphore(value: 0)
         let outcome = ResultBox()
         store.submit(mutations) { result in
@@ -148,7 +149,7 @@ extension NamespaceRegistry {
         }
         done.wait()
         try outcome.get()
-        return store
+        return (store, mutations.count)
     }
 
     private static func rewriteRules(path: String, source: String?) throws {

@@ -14,7 +14,7 @@
 import CanopyCore
 
 /// One decoded log message.
-enum ClusterBatch: Equatable {
+enum ClusterBatch {
     /// Operations in commit order; each is its writes (path, node after the write) and its merge base.
     case operations([Operation])
     /// A new owner's takeover marker.
@@ -22,14 +22,9 @@ enum ClusterBatch: Equatable {
     /// The namespace's rules were replaced by this source.
     case rules(String)
 
-    struct Operation: Equatable {
+    struct Operation {
         var writes: [Write]
         var mergeBase: Path?
-
-        static func == (a: Operation, b: Operation) -> Bool {
-            a.mergeBase == b.mergeBase && a.writes.count == b.writes.count
-                && zip(a.writes, b.writes).allSatisfy { $0.path == $1.path && $0.node == $1.node }
-        }
     }
 
     struct Write {

@@ -155,9 +155,8 @@ final class ClusterNode: @unchecked Sendable {
         }
         for log in held { log.close() }
         // Leaving on purpose: the lease goes now, so the namespaces move without waiting for it to expire.
-        if let revision = state.withLock({ $0.leaseRevision }) as UInt64?, revision > 0 {
-            _ = try? nodes.delete(name, revision: revision)
-        }
+        let revision = state.withLock { $0.leaseRevision }
+        if revision > 0 { _ = try? nodes.delete(name, revision: revision) }
         connection.close()
     }
 
@@ -395,13 +394,7 @@ final class ClusterNode: @unchecked Sendable {
         for _ in 0..<8 {
             let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
             if last > applied {
-                try replay(stream: stream, subject: subject, after: applied, through: last) { batch in
-                    switch batch {
-                    case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
-                    case .rules(let source): rules = source
-                    case .takeover: break
-                    }
-                }
+                try replay(stream: stream, subject: subject, after: applied, through: last, into: &tree, rules: &rules)
                 applied = last
             }
             var headers = NATSHeaders()
@@ -431,9 +424,10 @@ final class ClusterNode: @unchecked Sendable {
         throw ClusterError("namespace '\(namespace)': the former owner keeps appending; not claimed")
     }
 
-    /// Reads the namespace's log messages with sequence in (after, through], in order.
+    /// Applies the namespace's log messages with sequence in (after, through] to `tree` and `rules`, in order.
     private func replay(
-        stream: String, subject: String, after: UInt64, through last: UInt64, _ body: (ClusterBatch) throws -> Void
+        stream: String, subject: String, after: UInt64, through last: UInt64, into tree: inout Node,
+        rules: inout String?
     ) throws {
         let consumer = try JetStreamOrderedConsumer(
             js, stream: stream, filterSubject: subject, start: .sequence(after + 1), heartbeat: .milliseconds(500))
@@ -446,7 +440,11 @@ final class ClusterNode: @unchecked Sendable {
             guard message.streamSequence > seen else { continue }
             seen = message.streamSequence
             if seen > last { break }
-            try body(try ClusterBatch.decode(message.payload))
+            switch try ClusterBatch.decode(message.payload) {
+            case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
+            case .rules(let source): rules = source
+            case .takeover: break
+            }
         }
     }
 
@@ -459,15 +457,7 @@ final class ClusterNode: @unchecked Sendable {
         let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
         var tree = Node.empty
         var rules: String?
-        if last > 0 {
-            try replay(stream: stream, subject: subject, after: 0, through: last) { batch in
-                switch batch {
-                case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
-                case .rules(let source): rules = source
-                case .takeover: break
-                }
-            }
-        }
+        if last > 0 { try replay(stream: stream, subject: subject, after: 0, through: last, into: &tree, rules: &rules) }
         let replica = NamespaceReplica(node: self, namespace: namespace, stream: stream, subject: subject, applied: last)
         return (tree, rules, replica)
     }

@@ -53,9 +53,6 @@ final class NamespaceLog: @unchecked Sendable {
         queue = DispatchQueue(label: "canopy.cluster.log." + namespace)
     }
 
-    /// The log sequence of the newest append (for tests and metrics; read on the queue).
-    var lastSequence: UInt64 { queue.sync { last } }
-
     var isDeposed: Bool { deposedReason.withLock { $0 != nil } }
 
     func onDeposed(_ handler: @escaping @Sendable (String) -> Void) {

@@ -107,7 +107,7 @@ extension Namespace {
         _ operation: WriteOperation, as identity: Identity, condition: WriteCondition?,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
-        guard let replica, let forwarder else { return completion(.failure(.storageFailed)) }
+        guard let forwarder else { return completion(.failure(.storageFailed)) }
         let method: String
         let data: JSONValue
         switch operation {
@@ -166,7 +166,6 @@ extension Namespace {
                 }
             }
         }
-        _ = replica
     }
 
     /// One path segment or query value, percent-encoded (everything but RFC 3986's unreserved characters).
