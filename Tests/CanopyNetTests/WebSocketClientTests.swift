@@ -30,6 +30,7 @@ final class ClientBox: @unchecked Sendable {  // safe: `client` is used only ins
                     }
                 }
                 client.onText = { log.add("text \($0)") }
+                client.onReadEnd = { if log.all.last?.hasPrefix("text") == true { log.add("read end") } }
                 client.onClose = { [unowned client] in log.add("closed \(client.peerCloseCode ?? 0)") }
                 client.send(text: "queued before open")
                 box.client = client
@@ -46,13 +47,26 @@ final class ClientBox: @unchecked Sendable {  // safe: `client` is used only ins
         let log = ClientLog()
         let box = ClientBox()
         Self.connect(server, log: log, box: box)
-        #expect(eventually { log.all == ["open", "text QUEUED BEFORE OPEN"] })
+        #expect(eventually { log.all == ["open", "text QUEUED BEFORE OPEN", "read end"] })
         server.onLoop { [box] in box.client?.send(text: "again") }
-        #expect(eventually { log.all.last == "text AGAIN" })
+        #expect(eventually { log.all.suffix(2) == ["text AGAIN", "read end"] })
         server.onLoop { [box] in box.client?.close() }
         #expect(eventually { serverClosed.value == 1 })  // the server saw our close frame
         #expect(eventually { server.onLoop { [server] in server.server.connectionCount } == 0 })
         #expect(!log.all.contains { $0.hasPrefix("closed") })
+    }
+
+    @Test func framesWrittenTogetherEndOneRead() throws {
+        let server = try WebSocketConnectionTests.makeServer(closed: Counter())
+        defer { server.stop() }
+        let log = ClientLog()
+        let box = ClientBox()
+        Self.connect(server, log: log, box: box)
+        #expect(eventually { log.all.last == "read end" })
+        server.onLoop { [box] in box.client?.send(text: "burst") }
+        // The server wrote the three frames at once: they are handed over before the one end of that read.
+        #expect(eventually { log.all.last == "read end" && log.all.contains("text B3") })
+        #expect(Array(log.all.suffix(4)) == ["text B1", "text B2", "text B3", "read end"])
     }
 
     @Test func serverCloseReachesClientWithItsCode() throws {

@@ -20,6 +20,8 @@ import Testing
             socket.onText = { [unowned socket] text in
                 if text == "bye" {
                     socket.close(code: 4000, reason: "done")
+                } else if text == "burst" {
+                    for index in 1...3 { socket.send(text: "B\(index)") }  // one loop pass: one write
                 } else {
                     socket.send(text: text.uppercased())
                 }

@@ -1,8 +1,9 @@
 // FeedBurst -- when the attendee feed has seen a whole burst of events: a barrier state machine.
 //
 // The feed's events come off the client's serial sync queue. After the first event of a burst the feed queues a
-// barrier on that queue; every server push queued before it (a publish's frames arrive back-to-back) is
-// delivered first. If events arrived while the barrier was travelling, the network thread may still be handing
+// barrier on that queue; every server push queued before it is delivered first. The server writes one commit's
+// frames in one loop pass, and the transport hands the frames of one socket read to the queue as one job
+// (`TransportEvent.texts`), so a commit read at once can never have the barrier in its middle. If events arrived while the barrier was travelling, the network thread may still be handing
 // over the rest of the burst (a commit split across reads), so one more barrier is queued, up to `maxRounds`.
 // A barrier that comes back with no new event behind it ends the burst: the feed is merged and yielded once.
 // Each round is one queue hop (microseconds), not a timer, so the update shows without visible delay.

@@ -8,7 +8,7 @@
 // All locations share ONE snapshot stream (every observer gets the same continuation), so their events arrive
 // in the order the client's sync queue produced them. Coalescing: after the first event of a burst the consumer
 // enqueues a barrier on that same serial queue; the barrier comes back through the stream after every server
-// push that was already queued (a publish's frames arrive back-to-back and are queued together), so a commit
+// push that was already queued (the frames of one socket read are queued as one job), so a commit
 // that changed several locations is merged and yielded once, when the burst is over (`FeedBurst`). This adds a
 // queue hop or two, not a timer, so no visible latency.
 

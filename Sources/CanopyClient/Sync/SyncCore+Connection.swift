@@ -95,6 +95,9 @@ extension SyncCore {
                 logger.warning("client.bad_message")
                 drive { machine, now in machine.transportClosed(attempt: attempt, now: now) }
             }
+        case .texts(let frames):
+            // Each frame is checked against the attempt again: one of them may end it (a bad message, a reset).
+            for frame in frames { transportEvent(.text(frame), attempt: attempt) }
         }
     }
 

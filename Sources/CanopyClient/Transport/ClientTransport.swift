@@ -8,6 +8,9 @@ enum TransportEvent: Sendable {
     case opened
     /// One text frame arrived.
     case text(String)
+    /// The text frames of one read from the socket, in order: handled in one pass of the sync queue, so what the
+    /// server sent together (one commit's events) reaches observers with nothing queued in between.
+    case texts([String])
     /// The connection failed or ended (not reported after `close()`).
     case closed(reason: String)
 }

@@ -67,6 +67,8 @@
         private let loop: EventLoop
         private var socket: WebSocketClient?
         private var isClosed = false
+        /// The frames of the read in progress, handed on together at its end (loop thread only).
+        private var batch: [String] = []
         private let events: @Sendable (TransportEvent) -> Void
         private let tls: TLSClientContext?
 
@@ -97,10 +99,12 @@
                 }
                 client.onText = { [weak self] text in
                     guard let self, !self.isClosed else { return }
-                    self.events(.text(text))
+                    self.batch.append(text)
                 }
+                client.onReadEnd = { [weak self] in self?.endBatch() }
                 client.onClose = { [weak self] in
                     guard let self, !self.isClosed else { return }
+                    self.endBatch()
                     self.isClosed = true
                     self.socket = nil
                     self.events(.closed(reason: "connection closed"))
@@ -110,6 +114,13 @@
                 isClosed = true
                 events(.closed(reason: error.userMessage))
             }
+        }
+
+        private func endBatch() {
+            guard !batch.isEmpty else { return }
+            let frames = batch
+            batch = []
+            if !isClosed { events(frames.count == 1 ? .text(frames[0]) : .texts(frames)) }
         }
 
         func send(_ text: String) {

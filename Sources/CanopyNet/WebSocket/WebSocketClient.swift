@@ -78,6 +78,9 @@ public final class WebSocketClient {
     public var onText: ((String) -> Void)?
     /// Called for each complete binary message.
     public var onBinary: (([UInt8]) -> Void)?
+    /// Called after the messages of one read from the socket were handed to `onText`/`onBinary`: the frames the
+    /// server wrote together (one commit's events) end here together, so a consumer can hand them on as a batch.
+    public var onReadEnd: (() -> Void)?
     /// Called once when the server or the network ends an open connection (not after ``close(code:reason:)``).
     public var onClose: (() -> Void)?
     /// The status code in the server's close frame, if it sent one.
@@ -194,6 +197,7 @@ public final class WebSocketClient {
             if events.isReadable || events.isHangup || (events.isWritable && readWantsWrite) {
                 readWantsWrite = false
                 readOnce()
+                onReadEnd?()
             }
         case .closed:
             return
@@ -425,6 +429,7 @@ public final class WebSocketClient {
         if notify { notifyClosed() }
         onText = nil
         onBinary = nil
+        onReadEnd = nil
         onClose = nil
     }
 
