@@ -19,6 +19,41 @@ extension Node {
         return computed
     }
 
+    /// Whether `hash` is already known (reading it then costs a lock, not a SHA-1 per node).
+    public var isHashCached: Bool { hashCache.withLock { $0 != nil } }
+
+    /// Whether `self` and `other` hold the same data, priorities included (what equal hashes say), computed as
+    /// cheaply as possible: the same instance; both hashes already cached; otherwise a structural comparison that
+    /// stops at the first difference and at shared subtrees. No hash is computed: hashing a subtree costs a
+    /// SHA-1 per node, a comparison only a walk (a publish compares thousands of item copies once each).
+    public func hasSameData(as other: Node) -> Bool {
+        if self === other { return true }
+        if let mine = hashCache.withLock({ $0 }), let theirs = other.hashCache.withLock({ $0 }) {
+            return mine == theirs
+        }
+        guard Node.sameHashText(leafValue, other.leafValue), Node.sameHashText(priorityValue, other.priorityValue),
+            entries.count == other.entries.count
+        else { return false }
+        for (mine, theirs) in zip(entries, other.entries) {
+            guard sameKey(mine.key, theirs.key), mine.node.hasSameData(as: theirs.node) else { return false }
+        }
+        return true
+    }
+
+    /// Whether two optional primitives have the same hash text (`appendHashText`): numbers by the bits of their
+    /// double (so `1` and `1.0` agree, `0.0` and `-0.0` do not), strings by their bytes.
+    static func sameHashText(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case (.bool(let x)?, .bool(let y)?): return x == y
+        case (.string(let x)?, .string(let y)?): return sameKey(x, y)
+        case (let x?, let y?):
+            guard let d = x.hashDouble, let e = y.hashDouble else { return false }
+            return d.bitPattern == e.bitPattern
+        default: return false
+        }
+    }
+
     /// The REST ETag: `null_etag` for the empty node, otherwise `hash`.
     public var etag: String { isEmpty ? Node.nullETag : hash }
 
@@ -80,5 +115,16 @@ extension Node {
         let hex = String(d.bitPattern, radix: 16)
         if hex.utf8.count < 16 { text += String(repeating: "0", count: 16 - hex.utf8.count) }
         text += hex
+    }
+}
+
+extension JSONValue {
+    /// The double a number is hashed as (integers converted); nil for anything else.
+    fileprivate var hashDouble: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
     }
 }

@@ -55,8 +55,8 @@ struct FeedDiff {
         changed.sort(by: byKey)
     }
 
-    /// Whether two copies of an item differ (identity first, then the cached wire hash).
+    /// Whether two copies of an item differ (`Node.hasSameData`: identity, cached hashes, then structure).
     static func differ(_ a: Node, _ b: Node) -> Bool {
-        a !== b && a.hash != b.hash
+        !a.hasSameData(as: b)
     }
 }

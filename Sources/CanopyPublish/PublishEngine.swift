@@ -161,11 +161,20 @@ public enum PublishEngine {
         return false
     }
 
-    /// Whether two item nodes hold the same data: the same instance, or the same Firebase hash. Hashes are
-    /// cached per node, so comparing the copies a publish places with those a location holds costs one hash of
-    /// each stored copy once, then a string comparison per item and publish — not a walk of both trees each time.
-    static func same(_ a: Node, _ b: Node) -> Bool {
-        a === b || a.hash == b.hash
+    /// Whether a stored item copy (`old`) and the copy a publish places (`new`) hold the same data, as cheaply as
+    /// the history of both allows:
+    /// - the same instance (a copy an earlier publish placed, from the `ParsedItems` cache): equal;
+    /// - `old` hashed by an earlier publish: the hashes decide (`new` is usually one instance shared by every
+    ///   location it goes to, so its hash is computed once);
+    /// - otherwise a comparison that stops at the first difference (`Node.hasSameData`); only a copy found equal
+    ///   is then hashed, once, so the next publish compares it by its hash instead of walking it again.
+    /// Hashing every stored copy up front cost a SHA-1 per node of each: 40% of a full publish's CPU.
+    static func same(_ old: Node, _ new: Node) -> Bool {
+        if old === new { return true }
+        if old.isHashCached { return old.hash == new.hash }
+        guard old.hasSameData(as: new) else { return false }
+        _ = old.hash
+        return true
     }
 
     /// Appends the writes that make the node at `path` (now `old`) hold exactly the children `new`.

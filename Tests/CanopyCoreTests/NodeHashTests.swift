@@ -70,4 +70,32 @@ import Testing
         // SHA-1("abc") = a9993e36 4706816a ba3e2571 7850c26c 9cd0d89d.
         #expect(Hash.sha1Base64("abc") == "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=")
     }
+
+    @Test func sameDataAgreesWithTheHashWithoutComputingIt() throws {
+        var rng = SeededGenerator(seed: 77)
+        var equalPairs = 0
+        for round in 0..<3000 {
+            let json = NodeJSONTests.randomJSON(&rng, depth: 0)
+            guard let a = try? Node.from(json: json) else { continue }
+            // Half the time an independent copy of the same data, otherwise another random value.
+            let other = round % 2 == 0 ? json : NodeJSONTests.randomJSON(&rng, depth: 0)
+            guard let b = try? Node.from(json: other) else { continue }
+            let same = a.hasSameData(as: b)
+            if a.hasChildren && b.hasChildren {  // fresh instances (leaves may be shared, hashed earlier)
+                #expect(a.hashCache.withLock { $0 } == nil && b.hashCache.withLock { $0 } == nil, "no hash computed")
+            }
+            #expect(same == (a.hash == b.hash), "\(json) vs \(other)")
+            // Once both hashes are cached they decide.
+            #expect(a.hasSameData(as: b) == same)
+            if same { equalPairs += 1 }
+        }
+        #expect(equalPairs > 500)
+        let item = try node(obj(("title", .string("Doors")), ("order", .int(1))))
+        #expect(item.hasSameData(as: item))
+        #expect(!item.hasSameData(as: item.withPriority(.int(1))))
+        let reordered = try node(obj(("order", .double(1)), ("title", .string("Doors"))))
+        #expect(item.hasSameData(as: reordered))  // 1 and 1.0 hash alike
+        #expect(!Node(leaf: .double(0)).hasSameData(as: Node(leaf: .double(-0.0))))  // their hashes differ
+        #expect(Node(leaf: .int(1 << 53 + 1)).hasSameData(as: Node(leaf: .int(1 << 53))))  // one double
+    }
 }

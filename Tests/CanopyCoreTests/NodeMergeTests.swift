@@ -27,6 +27,19 @@ import Testing
         #expect(merged.child("c") === base.child("c"))
     }
 
+    @Test func fewUpdatesIntoALongListMatchSequentialWrites() {
+        let long = Node(children: (0..<2000).map { (key: "k\($0)", node: Node(leaf: .int(Int64($0)))) })
+        let updates: [(key: String, node: Node)] = [
+            ("k7", .empty), ("k1999", Node(leaf: "last")), ("new", Node(leaf: true)), ("k500", Node(leaf: 5)),
+            ("absent", .empty),
+        ]
+        let merged = long.updatingChildren(updates)
+        #expect(merged == updates.reduce(long) { $0.settingChild($1.key, $1.node) })
+        #expect(merged.childCount == 2000 && !merged.hasChild("k7") && merged.child("new").value == true)
+        let all = long.childKeys.map { (key: $0, node: Node.empty) }
+        #expect(long.updatingChildren(all + [("x", Node(leaf: 1))]).childKeys == ["x"])
+    }
+
     @Test func updatingChildrenEdgeCases() {
         #expect(base.updatingChildren([]) === base)
         let removeAll = base.childKeys.map { (key: $0, node: Node.empty) }
