@@ -4,6 +4,11 @@
 // tier content and the public content. Every `d` (overwrite) and `m` (merge) push is applied to a local copy of
 // the listened value, so a phase can tell when each listen reaches its expected final value, whether it was ever
 // empty on the way, and which sockets received anything although none of their listens changed.
+//
+// During a phase the loop only reads: each message is stamped with its arrival time and kept, and the messages
+// are parsed and applied once the sockets have been quiet for a moment (`settle`). Parsing 7.6 MB of pushes and
+// comparing trees as they arrive took longer than the daemon took to send them, so "delivered" measured this
+// client; now a listen's time is the arrival of the message that made it final, whatever parsing costs later.
 
 import CanopyCore
 import CanopyNet
@@ -67,6 +72,8 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     private var lastMessage: UInt64 = 0
     /// Listens whose value differs from their expected value.
     private var mismatched = 0
+    /// Messages received and not yet applied: socket, text, arrival time.
+    private var inbox: [(socket: Int, text: String, at: UInt64)] = []
 
     /// Starts the loop thread. `paths[i]` are the locations socket `i` listens on.
     init(port: Int, namespace: String, credential: String, paths: [[Path]], serverProcess: Int32) throws {
@@ -115,7 +122,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             if let failure = onLoop({ self.failures.first }) { throw CommandFailure("subscriber: \(failure)") }
         }
         let wanted = count * (Self.listensPerSocket + 1)
-        while onLoop({ self.okReplies }) < wanted {
+        while onLoop({ self.drainInbox(); return self.okReplies }) < wanted {
             guard Date() < deadline else { throw CommandFailure("timed out waiting for listen acknowledgements") }
             usleep(5_000)
         }
@@ -154,24 +161,32 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     // MARK: - receiving
 
     private func received(_ text: String, socket: Int) {
+        let now = benchNow()
         bytes += text.utf8.count
         socketBytes[socket] += text.utf8.count
-        lastMessage = benchNow()
+        lastMessage = now
         if var buffered = pieces[socket] {
             buffered.text += text
             buffered.remaining -= 1
             pieces[socket] = buffered.remaining > 0 ? buffered : nil
-            if buffered.remaining == 0 { handle(buffered.text, socket: socket) }
+            if buffered.remaining == 0 { inbox.append((socket, buffered.text, now)) }
             return
         }
         if text.utf8.count <= 6, let count = Int(text), count > 0 {
             pieces[socket] = (count, "")
             return
         }
-        handle(text, socket: socket)
+        inbox.append((socket, text, now))
     }
 
-    private func handle(_ text: String, socket: Int) {
+    /// Parses and applies every message received so far, in arrival order.
+    private func drainInbox() {
+        let messages = inbox
+        inbox = []
+        for message in messages { handle(message.text, socket: message.socket, arrivedAt: message.at) }
+    }
+
+    private func handle(_ text: String, socket: Int, arrivedAt now: UInt64) {
         guard let message = try? JSONValue.parse(text), message["t"]?.stringValue == "d",
             let data = message["d"]
         else { return }
@@ -197,7 +212,6 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
             changes.append((path, value))
         }
         events += 1
-        let now = benchNow()
         let base = socket * Self.listensPerSocket
         for index in base..<(base + Self.listensPerSocket) {
             var listen = listens[index]
@@ -227,6 +241,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     @discardableResult
     func begin(expected: @escaping @Sendable (Path) -> Node) -> Int {
         onLoop {
+            self.drainInbox()
             self.bytes = 0
             self.events = 0
             for socket in self.socketBytes.indices { self.socketBytes[socket] = 0 }
@@ -251,8 +266,9 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     func settle(timeoutSeconds: Double, quietMilliseconds: UInt64 = 300) -> Bool {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while Date() < deadline {
-            let (pending, last) = onLoop { (self.mismatched, self.lastMessage) }
-            if pending == 0 && benchNow() - last > quietMilliseconds * 1_000_000 { return true }
+            let quiet = onLoop { benchNow() - self.lastMessage > quietMilliseconds * 1_000_000 }
+            // Quiet: apply what arrived (parsing now cannot delay an arrival time any more).
+            if quiet && onLoop({ self.drainInbox(); return self.mismatched }) == 0 { return true }
             usleep(10_000)
         }
         return false
@@ -261,6 +277,7 @@ final class PublishBenchSubscribers: @unchecked Sendable {  // safe: mutable sta
     /// What the phase started by `begin` observed so far.
     func observation() -> PublishBenchObservation {
         onLoop {
+            self.drainInbox()
             var out = PublishBenchObservation(bytes: self.bytes, events: self.events)
             var affectedSockets = Set<Int>()
             var emptySockets = Set<Int>()
