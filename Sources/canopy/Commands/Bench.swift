@@ -45,6 +45,11 @@ struct BenchCommand: Command {
         canopy bench isolation [--megabytes <n>] [--items <n>] [--attendees <n>] [--server <canopy binary>]
           p50/p99/max of small reads on namespace B while namespace A (a large tree) is loaded and while a
           publish is computed and committed on A.
+        canopy bench coldstart [--objects <n>] [--fields <n>] [--value-bytes <n>] [--server <canopy binary>]
+          Fills namespace A with <n> objects (default 200000 of 12 fields, about 200 MB stored), restarts the
+          daemon before each request, and times A's first GET of a small path, first GET of the root with
+          shallow=true and first PUT, until A is fully loaded, its resident memory against its file's size, and
+          p50/p99/max of namespace B's reads meanwhile.
         canopy bench namespaces [--count <n>] [--nodes <n>] [--idle <seconds>] [--server <canopy binary>]
                                 [--serve-option <option>]...
           Creates <n> namespaces of about <nodes> nodes each, leaves them idle, and reports the daemon's
@@ -66,6 +71,7 @@ struct BenchCommand: Command {
     var fanout: FanoutBenchmark?
     var publish: PublishBenchmark?
     var isolation: IsolationBenchmark?
+    var coldStart: ColdStartBenchmark?
     var namespaces: NamespacesBenchmark?
     var soak: SoakBenchmark?
     var connection: ConnectionBenchmark?
@@ -83,11 +89,15 @@ struct BenchCommand: Command {
     var skipRedis = false
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
-        let kinds = ["write", "rules", "fanout", "publish", "isolation", "namespaces", "soak", "connection", "cluster"]
+        let kinds = [
+            "write", "rules", "fanout", "publish", "isolation", "coldstart", "namespaces", "soak", "connection",
+            "cluster",
+        ]
         guard let kind = arguments.nextPositional(), kinds.contains(kind) else {
             throw UsageError(
                 message:
-                    "expected 'canopy bench write|rules|fanout|publish|isolation|namespaces|soak|connection|cluster'")
+                    "expected 'canopy bench "
+                        + "write|rules|fanout|publish|isolation|coldstart|namespaces|soak|connection|cluster'")
         }
         self.kind = kind
         if kind == "soak" {
@@ -104,6 +114,10 @@ struct BenchCommand: Command {
         }
         if kind == "isolation" {
             isolation = try IsolationBenchmark(parsing: &arguments)
+            return
+        }
+        if kind == "coldstart" {
+            coldStart = try ColdStartBenchmark(parsing: &arguments)
             return
         }
         if kind == "connection" {
@@ -164,6 +178,7 @@ struct BenchCommand: Command {
         case "fanout": try fanout?.run()
         case "publish": try publish?.run()
         case "isolation": try isolation?.run()
+        case "coldstart": try coldStart?.run()
         case "namespaces": try namespaces?.run()
         case "soak": try soak?.run()
         case "connection": try connection?.run()

@@ -1,0 +1,149 @@
+// ColdStartBenchmark -- `canopy bench coldstart`: the first reads of a large namespace after a restart.
+//
+// Starts a daemon as a child process and fills namespace A through REST with `--objects` objects under `/items`
+// (one flat list; each object has `--fields` fields: an integer, a boolean and strings of `--value-bytes`
+// bytes), in PATCHes of 1,000 objects, and namespace B with one small value. The daemon is then restarted (its
+// clean stop checkpoints the WAL, so A's file holds everything) once per measured request, so each one is the
+// first request A gets:
+//   1. the first GET of a small path (one field of one object),
+//   2. the first GET of the root with `shallow=true`,
+//   3. the first write (a PUT of one field), which needs A's whole tree.
+// After each, a second request to A waits until its tree is loaded and the daemon's resident memory (VmRSS) is
+// read; its growth since before the first request is what the loaded tree costs, compared with the size of A's
+// file. During the first restart a client reads B every millisecond (as `bench isolation`): B's p50/p99/max show
+// whether the other namespaces stall while A loads. `--server` runs another `canopy` binary.
+
+import CanopyCore
+import CanopyNet
+import Foundation
+
+/// `canopy bench coldstart [--objects N] [--fields N] [--value-bytes N] [--server <canopy binary>]`.
+struct ColdStartBenchmark {
+    var objects = 200_000
+    var fields = 12
+    var valueBytes = 56
+    var binary: String?
+
+    init(parsing arguments: inout Arguments) throws(UsageError) {
+        while let option = try arguments.nextOption() {
+            switch option {
+            case "--objects": objects = try arguments.int(for: option, in: 1...10_000_000)
+            case "--fields": fields = try arguments.int(for: option, in: 3...1_000)
+            case "--value-bytes": valueBytes = try arguments.int(for: option, in: 1...1_000_000)
+            case "--server": binary = try arguments.value(for: option)
+            default: throw .unknownOption(option, command: "bench coldstart")
+            }
+        }
+    }
+
+    func run() throws {
+        let data = NSTemporaryDirectory() + "canopy-bench-coldstart-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        print("canopy bench coldstart: A holds \(objects) objects of \(fields) fields (\(valueBytes)-byte strings)")
+        var server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
+        let fillStart = benchNow()
+        try fill(server)
+        let b = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
+        let admin = [("Authorization", "Bearer \(server.adminCredential)")]
+        guard try b.request("PUT", "/room/title.json?ns=b", headers: admin, body: Array(#""hello""#.utf8)).status == 200
+        else { throw CommandFailure("could not write namespace b") }
+        b.close()
+        print("filled A in \(Int(PublishBenchmark.milliseconds(benchNow() - fillStart))) ms")
+        server.stop()
+        let fileBytes = Self.fileSize(data + "/a.sqlite") + Self.fileSize(data + "/a.sqlite-wal")
+        print(String(format: "A's file: %.1f MB", Double(fileBytes) / 1e6))
+
+        let small = "/items/\(Self.key(objects / 2))/f2.json"
+        let cases: [(name: String, method: String, target: String, body: String?)] = [
+            ("first GET of a small path", "GET", small, nil),
+            ("first GET /?shallow=true", "GET", "/.json?shallow=true", nil),
+            ("first PUT of a small path", "PUT", small + "?print=silent", #""changed""#),
+        ]
+        for (index, item) in cases.enumerated() {
+            server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
+            defer { server.stop() }
+            let opened = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
+            guard try opened.request("GET", "/room/title.json?ns=b", headers: admin).text == #""hello""# else {
+                throw CommandFailure("namespace b does not hold its value")
+            }
+            opened.close()
+            let reader = index == 0 ? BReader(port: server.port, credential: server.adminCredential) : nil
+            reader?.start()
+            Thread.sleep(forTimeInterval: 0.3)
+            let rssBefore = Self.residentBytes(server.processID)
+            let client = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 300)
+            let headers = admin + [("Content-Type", "application/json")]
+            let start = benchNow()
+            let response = try client.request(
+                item.method, item.target + (item.target.contains("?") ? "&" : "?") + "ns=a", headers: headers,
+                body: item.body.map { Array($0.utf8) } ?? [])
+            let firstEnd = benchNow()
+            guard (200..<300).contains(response.status) else {
+                throw CommandFailure("\(item.method) \(item.target) failed (\(response.status)): \(response.text)")
+            }
+            // A write needs the whole tree: once one is acknowledged, A is loaded.
+            let loadedResponse = try client.request(
+                "PUT", "/probe.json?print=silent&ns=a", headers: headers, body: Array("1".utf8))
+            let loadedEnd = benchNow()
+            guard (200..<300).contains(loadedResponse.status) else { throw CommandFailure("the probe write failed") }
+            client.close()
+            Thread.sleep(forTimeInterval: 0.3)
+            let rssAfter = Self.residentBytes(server.processID)
+            reader?.stop()
+            let grown = Double(rssAfter - rssBefore)
+            print(
+                String(
+                    format: "%-28@ %8.1f ms   (%@ bytes)   fully loaded after %8.1f ms   RSS +%.1f MB = %.2fx the file",
+                    item.name as NSString, PublishBenchmark.milliseconds(firstEnd - start),
+                    "\(response.body.count)" as NSString, PublishBenchmark.milliseconds(loadedEnd - start),
+                    grown / 1e6, grown / Double(max(fileBytes, 1))))
+            if let reader {
+                print(
+                    IsolationBenchmark.row(
+                        "  B meanwhile", reader.samples(dueFrom: start, to: loadedEnd),
+                        phaseMilliseconds: PublishBenchmark.milliseconds(loadedEnd - start)))
+            }
+        }
+    }
+
+    /// An object key that sorts like its number (Firebase key order puts integer-like keys first; these are not).
+    static func key(_ index: Int) -> String {
+        let digits = String(index)
+        return "o" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// PATCHes `/items` with 1,000 objects at a time.
+    private func fill(_ server: PublishBenchServer) throws {
+        let text = String(repeating: "x", count: max(0, valueBytes - 8))
+        var next = 0
+        while next < objects {
+            var members: [JSONMember] = []
+            let end = min(objects, next + 1_000)
+            members.reserveCapacity(end - next)
+            for index in next..<end {
+                var object = [JSONMember("f0", .int(Int64(index))), JSONMember("f1", .bool(index % 2 == 0))]
+                for field in 2..<fields {
+                    let tag = String(index % 100_000_000, radix: 16)
+                    object.append(JSONMember("f\(field)", .string(String((tag + text).prefix(valueBytes)))))
+                }
+                members.append(JSONMember(Self.key(index), .object(object)))
+            }
+            try server.request("PATCH", "/items.json?print=silent", body: .object(members))
+            next = end
+        }
+    }
+
+    static func fileSize(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// VmRSS of `pid`, in bytes.
+    static func residentBytes(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let number = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            return number * 1024
+        }
+        return 0
+    }
+}
