@@ -123,7 +123,17 @@ public final class NodeBuilder {
 
     /// The tree built from every record added so far.
     public func build() -> Node {
-        NodeBuilder.build(root)
+        NodeBuilder.build(root, releasing: false)
+    }
+
+    /// The tree built from every record added so far; the builder is left empty.
+    ///
+    /// Each record's slot is released as soon as its node is built, so a large tree's nodes reuse the memory of
+    /// its slots instead of being laid out between them (which left RSS at the slots' peak after loading).
+    public func finish() -> Node {
+        lastPath = []
+        lastSlots = []
+        return NodeBuilder.build(root, releasing: true)
     }
 
     private func slot(at path: [String]) throws(DataError) -> Slot {
@@ -155,12 +165,17 @@ public final class NodeBuilder {
         }
     }
 
-    private static func build(_ slot: Slot) -> Node {
+    private static func build(_ slot: Slot, releasing: Bool) -> Node {
         var list: [(key: String, node: Node)] = []
         list.reserveCapacity(slot.keys.count)
         for (key, child) in zip(slot.keys, slot.slots) {
-            let node = build(child)
+            let node = build(child, releasing: releasing)
             if !node.isEmpty { list.append((key, node)) }
+        }
+        if releasing {
+            slot.keys = []
+            slot.slots = []
+            slot.index = nil
         }
         if !list.isEmpty {
             list.sort { compareKeys($0.key, $1.key) < 0 }

@@ -48,7 +48,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     private enum Storage: Sendable {
         case flat([Entry])
-        case chunked(Chunks)
+        indirect case chunked(Chunks)
     }
 
     private struct Chunks: Sendable {

@@ -578,7 +578,7 @@ public final class Namespace {
             rows += 1
             try builder.add(entry.record)
         }
-        return (builder.build(), rows * bytesPerRow)
+        return (builder.finish(), rows * bytesPerRow)
     }
 
     /// The memory estimate of one stored row (a leaf with its key and path): measured as RSS growth per row when

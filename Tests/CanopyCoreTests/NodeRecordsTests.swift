@@ -55,7 +55,35 @@ import Testing
             let builder = NodeBuilder()
             for record in all { try builder.add(record) }
             #expect(builder.build() == tree)
+            let finishing = NodeBuilder()
+            for record in all { try finishing.add(record) }
+            #expect(finishing.finish() == tree)
         }
+    }
+
+    /// `finish()` builds the same tree as `build()`, large lists (chunked children) included, and leaves the
+    /// builder empty: the records it released are gone, later records start a new tree.
+    @Test func finishBuildsTheTreeAndEmptiesTheBuilder() throws {
+        var records: [NodeRecord] = []
+        for index in 0..<5_000 {
+            records.append(.leaf(path: ["items", "o\(index)", "name"], value: .string("n\(index)"), priority: nil))
+            records.append(.leaf(path: ["items", "o\(index)", "n"], value: .int(Int64(index)), priority: nil))
+        }
+        records.append(.priority(path: ["items"], priority: 7))
+        let built = NodeBuilder()
+        let finished = NodeBuilder()
+        for record in records.reversed() {
+            try built.add(record)
+            try finished.add(record)
+        }
+        let tree = finished.finish()
+        #expect(tree == built.build())
+        #expect(tree.node(at: Path(segments: ["items"])).childCount == 5_000)
+        #expect(tree.node(at: Path(segments: ["items"])).priority == .int(7))
+        #expect(tree.node(at: Path(segments: ["items", "o4321", "name"])).value == .string("n4321"))
+        #expect(finished.finish() === Node.empty)
+        try finished.add(.leaf(path: ["a"], value: 1, priority: nil))
+        #expect(finished.finish() == (try Node.from(json: ["a": 1])))
     }
 
     @Test func builderResolvesConflicts() throws {
