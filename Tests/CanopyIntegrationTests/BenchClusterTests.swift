@@ -35,13 +35,13 @@ struct BenchClusterTests {
             let row = lines.first { $0.hasPrefix(label) }
             #expect(row?.contains(" 180/180 ") == true, "\(r.stdout)")
             #expect(row?.contains("FAILED") == false, "\(r.stdout)")
-            let name = row.map { String($0.prefix(34)).trimmingCharacters(in: .whitespaces) } ?? label
+            let name = row?.components(separatedBy: "  ").first ?? label
             #expect(lines.contains { $0.hasPrefix("cpu '\(name)' over ") && $0.contains(", bench client ") },
                 "\(r.stdout)")
         }
         // 12 listeners are 4 on each of the three nodes.
         let spread = lines.first { $0.hasPrefix("cluster, spread ") }.map {
-            String($0.prefix(34)).trimmingCharacters(in: .whitespaces).dropFirst("cluster, spread ".count)
+            ($0.components(separatedBy: "  ").first ?? "").dropFirst("cluster, spread ".count)
         }
         let shares = spread?.split(separator: "+") ?? []
         #expect(shares.count == 3 && shares.allSatisfy { $0.hasPrefix("4 c") }, "\(r.stdout)")

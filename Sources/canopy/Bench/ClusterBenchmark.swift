@@ -32,7 +32,7 @@ struct ClusterBenchmark {
           6000), and a check that every acknowledged write is present afterwards (exit 1 if one is missing).
           Then fan-out, on a fresh cluster whose nodes run with --replicate: --listeners (default 1500; 0 skips
           the phase) listen on one location, one writer sends --messages acknowledged writes of ~100 B (default
-          200) to the owner; the listeners all on the single node, all on the owner, then spread evenly over the
+          1000) to the owner; the listeners all on the single node, all on the owner, then spread evenly over the
           owner and the two replica nodes: deliveries/s, p50/p99, every delivery counted per listener (exit 1 unless
           each listener got each write once and in order), each process's CPU and the cluster/single ratio.
         """
@@ -41,7 +41,7 @@ struct ClusterBenchmark {
     var clientCounts = [1, 16, 50]
     var lease = 6_000
     var listeners = 1_500
-    var messages = 200
+    var messages = 1_000
     /// A client core busier than this during a row is reported as saturated: the client bounds the figure.
     static let saturatedCoreShare = 0.9
     static let throughputNamespace = "benchcluster"
