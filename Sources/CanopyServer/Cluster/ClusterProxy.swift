@@ -5,8 +5,8 @@
 // `Authorization` when a redirect changes the port or host (Python's requests, which firebase-admin uses; curl),
 // so the node proxies instead: the client's request, credential included, goes to the owner, which evaluates
 // the rules as for any request; the owner's answer comes back as it is. An event stream is relayed byte for
-// byte for as long as both ends stay open. The blocking HTTP client runs on the proxy's threads, never on the
-// loop; the number of requests in flight is bounded (beyond it, 503).
+// byte for as long as both ends stay open. The blocking HTTP client runs on the proxy's threads (ProxyThreads),
+// never on the loop; the number of requests in flight is bounded (beyond it, 503).
 
 import CanopyCore
 import CanopyNet
@@ -24,7 +24,8 @@ final class ClusterProxy: Sendable {
     /// Requests (and event streams) in flight through the proxy at most.
     static let maximumInFlight = 256
 
-    private let queue = DispatchQueue(label: "canopy.cluster.proxy", attributes: .concurrent)
+    /// The threads forwarded requests and relayed streams block on, one each (see ProxyThreads for why not GCD).
+    private let threads = ProxyThreads(maximumThreads: maximumInFlight)
     private let inFlight = Atomic<Int>(0)
     private let node: String
 
@@ -64,7 +65,7 @@ final class ClusterProxy: Sendable {
         let body = request.body
         let ownerHost = String(host[..<colon])
         let reply = LoopHeld(responder, loop: loop)
-        queue.async { [self] in
+        threads.run { [self] in
             defer { inFlight.subtract(1, ordering: .relaxed) }
             let client = HTTPClient(host: ownerHost, port: port, timeoutSeconds: isStream ? 120 : 30)
             defer { client.close() }
