@@ -63,7 +63,10 @@ struct BenchClusterTests {
         #expect(r.stderr.contains("--subscribers"), "\(r.stderr)")
     }
 
-    @Test(arguments: [["--listeners", "2"], ["--listeners", "-1"], ["--messages", "0"], ["--messages", "x"]])
+    @Test(arguments: [
+        ["--listeners", "2"], ["--listeners", "-1"], ["--listeners", "9001"], ["--messages", "0"], ["--messages", "x"],
+        ["--listeners", "9000", "--messages", "3000"],
+    ])
     func aBadFanoutCountIsAUsageError(_ option: [String]) throws {
         let r = try runCanopy(["bench", "cluster"] + option)
         #expect(r.status == 64, "\(r.stdout)\n\(r.stderr)")

@@ -30,11 +30,12 @@ struct ClusterBenchmark {
           killed (kill -9), retrying on the other nodes (following a 307 if one answers with it);
           the ms from the kill to the first write acknowledged by the new owner, with the nodes' --lease (default
           6000), and a check that every acknowledged write is present afterwards (exit 1 if one is missing).
-          Then fan-out, on a fresh cluster whose nodes run with --replicate: --listeners (default 1500; 0 skips
-          the phase) listen on one location, one writer sends --messages acknowledged writes of ~100 B (default
-          1000) to the owner; the listeners all on the single node, all on the owner, then spread evenly over the
-          owner and the two replica nodes: deliveries/s, p50/p99, every delivery counted per listener (exit 1 unless
-          each listener got each write once and in order), each process's CPU and the cluster/single ratio.
+          Then fan-out, on a fresh cluster whose nodes run with --replicate: --listeners (default 1500, at most
+          9000; 0 skips the phase) listen on one location, one writer sends --messages acknowledged writes of
+          ~100 B (default 1000) to the owner; the listeners all on the single node, all on the owner, then spread
+          evenly over the owner and the two replica nodes: deliveries/s, p50/p99, every delivery counted per
+          listener (exit 1 unless each listener got each write once and in order), each process's CPU and the
+          cluster/single ratio. --listeners × --messages is at most 20,000,000.
         """
 
     var writes = 1_000
@@ -54,7 +55,8 @@ struct ClusterBenchmark {
             case "--lease": lease = try arguments.int(for: option, in: 1_000...600_000)
             case "--clients": clientCounts = try arguments.ints(for: option, in: 1...1_024)
             case "--listeners":
-                listeners = try arguments.int(for: option, in: 0...60_000)
+                // All of them on one node in the first round: below the daemons' default --max-connections.
+                listeners = try arguments.int(for: option, in: 0...9_000)
                 if listeners > 0 && listeners < 3 {
                     throw UsageError(message: "--listeners must be 0 (no fan-out phase) or at least 3 (one per node)")
                 }
@@ -62,7 +64,16 @@ struct ClusterBenchmark {
             default: throw .unknownOption(option, command: "bench cluster")
             }
         }
+        // A round keeps every delivery's latency (8 bytes each).
+        if listeners * messages > Self.maximumDeliveries {
+            throw UsageError(
+                message: "--listeners × --messages is at most \(Self.maximumDeliveries) deliveries per round "
+                    + "(\(listeners) × \(messages) asked)")
+        }
     }
+
+    /// Deliveries in one fan-out round at most: their latencies take 8 bytes each.
+    static let maximumDeliveries = 20_000_000
 
     /// Where a row's writes go: the single node, the namespace's owner, or another node that proxies them to it.
     private enum Side: CaseIterable {
@@ -95,7 +106,9 @@ struct ClusterBenchmark {
         if failoverMissing > 0 {
             throw CommandFailure("\(failoverMissing) acknowledged writes are missing after the failover")
         }
-        if !exact { throw CommandFailure("a fan-out round did not deliver every write to every listener once, in order") }
+        if !exact {
+            throw CommandFailure("a fan-out round did not deliver every write to every listener once, in order")
+        }
     }
 
     /// The durable-write rows and the failover round on a cluster of their own.
