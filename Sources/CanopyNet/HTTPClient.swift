@@ -42,6 +42,8 @@ public final class HTTPClient {
     public var sourceAddress: String?
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
+    /// True once a byte of the current request's response arrived (see ``requestOnce(_:_:headers:body:)``).
+    public private(set) var receivedResponseBytes = false
     /// The largest Content-Length or chunk size accepted from a server (1 TiB: any real body, and far from
     /// the `Int` arithmetic on it overflowing).
     static let maxBodyBytes = 1 << 40
@@ -95,22 +97,59 @@ public final class HTTPClient {
     public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
     ) throws -> HTTPClientResponse {
+        let bytes = Self.requestBytes(method, target, host: host, port: port, headers: headers, body: body)
+        let reused = fd >= 0
+        do {
+            return try exchange(bytes, method: method)
+        } catch  where reused {
+            close()
+            return try exchange(bytes, method: method)
+        }
+    }
+
+    /// Sends one request and reads the whole response, on the open connection (or a new one), never retrying:
+    /// for a caller that must not repeat a request the server may have acted on. On failure the connection is
+    /// closed and ``receivedResponseBytes`` says whether any of the response had arrived.
+    public func requestOnce(
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
+    ) throws -> HTTPClientResponse {
+        let bytes = Self.requestBytes(method, target, host: host, port: port, headers: headers, body: body)
+        do {
+            return try exchange(bytes, method: method)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// True while the connection is open: after a complete response that did not close it (no
+    /// `Connection: close`, a length-delimited body), the next request reuses it.
+    public var isOpen: Bool { fd >= 0 }
+
+    /// Whether an idle open connection is still usable: the server has not closed it nor sent anything unasked
+    /// (`poll` with no wait finds it neither readable nor hung up: a readable idle socket holds an end of file, a
+    /// reset, or bytes no request asked for). False when closed.
+    public var isIdleAndUsable: Bool {
+        guard fd >= 0, buffer.isEmpty else { return false }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 0
+    }
+
+    private static func requestBytes(
+        _ method: String, _ target: String, host: String, port: Int, headers: [(String, String)], body: [UInt8]
+    ) -> [UInt8] {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || ["PUT", "POST", "PATCH"].contains(method) { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
-        let bytes = Array(head.utf8) + body
-        let reused = fd >= 0
-        do {
-            try ensureConnected()
-            try sendAll(bytes)
-            return try readResponse(method: method)
-        } catch  where reused {
-            close()
-            try ensureConnected()
-            try sendAll(bytes)
-            return try readResponse(method: method)
-        }
+        return Array(head.utf8) + body
+    }
+
+    private func exchange(_ bytes: [UInt8], method: String) throws -> HTTPClientResponse {
+        receivedResponseBytes = false
+        try ensureConnected()
+        try sendAll(bytes)
+        return try readResponse(method: method)
     }
 
     /// Sends a request and returns once the response head arrived; read the body with `readChunk()`.
@@ -240,7 +279,9 @@ public final class HTTPClient {
         if let session {
             let result = chunk.withUnsafeMutableBytes { session.read(into: $0) }
             switch result {
-            case .transferred(let count): return Array(chunk[0..<count])
+            case .transferred(let count):
+                if count > 0 { receivedResponseBytes = true }
+                return Array(chunk[0..<count])
             case .endOfFile: return []
             case .wouldBlock: throw HTTPClientError("timed out after \(timeoutSeconds) s")
             case .failed: throw HTTPClientError("TLS receive failed: \(session.failureReason)")
@@ -253,6 +294,7 @@ public final class HTTPClient {
                 throw HTTPClientError(
                     errno == EAGAIN ? "timed out after \(timeoutSeconds) s" : "receive failed: errno \(errno)")
             }
+            if n > 0 { receivedResponseBytes = true }
             return Array(chunk[0..<n])
         }
     }

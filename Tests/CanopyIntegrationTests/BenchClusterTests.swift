@@ -1,5 +1,6 @@
 // BenchClusterTests -- `canopy bench cluster` on a tiny scale: 3 nats-server, 3 cluster nodes and a single node
-// started by the benchmark itself, its report's rows, ratio, failover and fan-out lines, and nothing left behind.
+// started by the benchmark itself, its report's rows, ratio, failover and fan-out lines (exact delivery counts per
+// listener), and nothing left behind.
 // Figures are never asserted here: they belong in the benchmark's output and in reports.
 
 import CanopyTestSupport
@@ -10,7 +11,10 @@ import Testing
 struct BenchClusterTests {
     @Test(.timeLimit(.minutes(3))) func reportsDurableWritesFailoverAndEveryAcknowledgedWrite() throws {
         let before = Self.benchDirectories()
-        let r = try runCanopy(["bench", "cluster", "--writes", "50", "--clients", "1", "--lease", "2000"])
+        let r = try runCanopy([
+            "bench", "cluster", "--writes", "50", "--clients", "1", "--lease", "2000", "--listeners", "12",
+            "--messages", "15",
+        ])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("benchmark") && $0.contains("writes/s") && $0.contains("cli cores") },
@@ -26,8 +30,29 @@ struct BenchClusterTests {
         #expect(failover?.contains("acknowledged by the new owner c") == true, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("every acknowledged write present: ") }, "\(r.stdout)")
         #expect(!r.stdout.contains("MISSING"), "\(r.stdout)")
-        #expect(lines.contains { $0.hasPrefix("fan-out spread over 3 nodes vs one node: not measured") },
+        // The fan-out phase: 12 listeners × 15 writes = 180 deliveries per round, each listener's in order.
+        for label in ["single node, 12 listeners", "cluster, 12 on owner c", "cluster, spread 4 c"] {
+            let row = lines.first { $0.hasPrefix(label) }
+            #expect(row?.contains(" 180/180 ") == true, "\(r.stdout)")
+            #expect(row?.contains("FAILED") == false, "\(r.stdout)")
+            let name = row?.components(separatedBy: "  ").first ?? label
+            #expect(lines.contains { $0.hasPrefix("cpu '\(name)' over ") && $0.contains(", bench client ") },
+                "\(r.stdout)")
+        }
+        // 12 listeners are 4 on each of the three nodes.
+        let spread = lines.first { $0.hasPrefix("cluster, spread ") }.map {
+            ($0.components(separatedBy: "  ").first ?? "").dropFirst("cluster, spread ".count)
+        }
+        let shares = spread?.split(separator: "+") ?? []
+        #expect(shares.count == 3 && shares.allSatisfy { $0.hasPrefix("4 c") }, "\(r.stdout)")
+        #expect(Set(shares.map { $0.suffix(2) }).count == 3, "\(r.stdout)")
+        let fanout = lines.first { $0.hasPrefix("fan-out spread over 3 nodes vs one node: deliveries/s ratio ") }
+        #expect(
+            fanout?.contains(
+                "deliveries single exact 180/180 (0 out of order, 0 unexpected), owner alone exact 180/180 "
+                    + "(0 out of order, 0 unexpected), spread exact 180/180 (0 out of order, 0 unexpected)") == true,
             "\(r.stdout)")
+        #expect(!r.stdout.contains("not measured"), "\(r.stdout)")
         // Every child was killed and the temporary directory removed.
         #expect(Self.benchDirectories().subtracting(before).isEmpty)
     }
@@ -36,6 +61,17 @@ struct BenchClusterTests {
         let r = try runCanopy(["bench", "cluster", "--subscribers", "10"])
         #expect(r.status == 64, "\(r.stdout)\n\(r.stderr)")
         #expect(r.stderr.contains("--subscribers"), "\(r.stderr)")
+    }
+
+    @Test(arguments: [
+        ["--listeners", "2"], ["--listeners", "-1"], ["--listeners", "9001"], ["--messages", "0"], ["--messages", "x"],
+        ["--listeners", "9000", "--messages", "3000"],
+    ])
+    func aBadFanoutCountIsAUsageError(_ option: [String]) throws {
+        let r = try runCanopy(["bench", "cluster"] + option)
+        #expect(r.status == 64, "\(r.stdout)\n\(r.stderr)")
+        #expect(r.stderr.contains(option[0]), "\(r.stderr)")
+        #expect(!r.stdout.contains("machine:"), "nothing was started: \(r.stdout)")
     }
 
     /// The benchmark's temporary directories that exist now.

@@ -13,7 +13,7 @@ import time
 import urllib.request
 
 import pytest
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -244,8 +244,15 @@ def test_rollback_to_an_earlier_publish(daemon, browser_factory):
     a.until(lambda: "live" in a.card_text("Temporary notice"))
     a.tab("publish")
     a.until(lambda: len(a.driver.find_elements(By.CSS_SELECTOR, "#history li[data-history]")) >= 2)
-    entries = a.driver.find_elements(By.CSS_SELECTOR, "#history li[data-history]")
-    entries[1].find_element(By.TAG_NAME, "button").click()
+    # The list may be drawn again (the history refreshed after the publish) between finding and clicking.
+    def click_earlier_entry():
+        try:
+            entries = a.driver.find_elements(By.CSS_SELECTOR, "#history li[data-history]")
+            entries[1].find_element(By.TAG_NAME, "button").click()
+            return True
+        except StaleElementReferenceException:
+            return False
+    a.until(click_earlier_entry, "the earlier publish's rollback button could not be clicked")
     body = confirm_dialog(a)
     a.until(lambda: "Temporary notice" in body.text, "the rollback's dry-run does not show the item going")
     a.screenshot("09-rollback-dry-run")

@@ -4,9 +4,11 @@
 // A `307` would do for a client that follows redirects with its credential, but HTTP clients drop
 // `Authorization` when a redirect changes the port or host (Python's requests, which firebase-admin uses; curl),
 // so the node proxies instead: the client's request, credential included, goes to the owner, which evaluates
-// the rules as for any request; the owner's answer comes back as it is. An event stream is relayed byte for
-// byte for as long as both ends stay open. The blocking HTTP client runs on the proxy's threads, never on the
-// loop; the number of requests in flight is bounded (beyond it, 503).
+// the rules as for any request; the owner's answer comes back as it is. Requests ride on keep-alive connections
+// to the owner (ProxyConnectionPool: reused after a complete response, bounded, closed when idle, a request resent
+// only when repeating it cannot change its outcome). An event stream is relayed byte for byte on a connection of
+// its own for as long as both ends stay open. The blocking HTTP client runs on the proxy's threads (ProxyThreads),
+// never on the loop; the number of requests in flight is bounded (beyond it, 503).
 
 import CanopyCore
 import CanopyNet
@@ -24,11 +26,17 @@ final class ClusterProxy: Sendable {
     /// Requests (and event streams) in flight through the proxy at most.
     static let maximumInFlight = 256
 
-    private let queue = DispatchQueue(label: "canopy.cluster.proxy", attributes: .concurrent)
+    /// The threads forwarded requests and relayed streams block on, one each (see ProxyThreads for why not GCD).
+    private let threads = ProxyThreads(maximumThreads: maximumInFlight)
     private let inFlight = Atomic<Int>(0)
     private let node: String
+    /// The keep-alive connections to owners, shared by every proxied request (not by event streams).
+    let pool: ProxyConnectionPool
 
-    init(node: String) { self.node = node }
+    init(node: String, pool: ProxyConnectionPool = ProxyConnectionPool()) {
+        self.node = node
+        self.pool = pool
+    }
 
     /// Headers a proxy must not pass on (RFC 9110 §7.6.1), and those it sets itself.
     private static let hopByHop: Set<String> = [
@@ -64,21 +72,25 @@ final class ClusterProxy: Sendable {
         let body = request.body
         let ownerHost = String(host[..<colon])
         let reply = LoopHeld(responder, loop: loop)
-        queue.async { [self] in
+        threads.run { [self] in
             defer { inFlight.subtract(1, ordering: .relaxed) }
-            let client = HTTPClient(host: ownerHost, port: port, timeoutSeconds: isStream ? 120 : 30)
-            defer { client.close() }
             if isStream {
+                let client = HTTPClient(host: ownerHost, port: port, timeoutSeconds: 120)
+                defer { client.close() }
                 return relayStream(client, target: target, headers: forwarded, owner: url, reply: reply, loop: loop)
             }
             let answer: HTTPResponse
             do {
-                let response = try client.request(method, target, headers: forwarded, body: body)
+                let response = try pool.request(
+                    host: ownerHost, port: port, method, target, headers: forwarded, body: body)
                 answer = HTTPResponse(
                     status: response.status, headers: Self.passOn(response.headers) + [(Self.ownerHeader, url)],
                     body: response.body)
             } catch {
-                answer = HTTPResponse.error(status: 502, message: "The node serving this namespace did not answer: \(error)")
+                // Never resent (ProxyConnectionPool.mayResend): the client is told it may have been applied.
+                let applied = ProxyConnectionPool.mayResend(method) ? "" : "; the request may have been applied there"
+                answer = HTTPResponse.error(
+                    status: 502, message: "The node serving this namespace did not answer: \(error)\(applied)")
             }
             loop.execute { reply.value.respond(answer) }
         }

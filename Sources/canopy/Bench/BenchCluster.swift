@@ -1,7 +1,7 @@
 // BenchCluster -- the processes of `canopy bench cluster`: three nats-server with JetStream (full-mesh routes),
 // three `canopy serve --cluster` nodes of this same binary sharing one signing key and admin credential, and one
 // single-node `canopy serve --sync full` as the baseline, on free loopback ports, everything in one temporary
-// directory.
+// directory. With `replicate` the cluster nodes run with `--replicate` (the fan-out phase: listeners on every node).
 //
 // Clean-up on every exit path: `stop()` (called by the benchmark's `defer` and on deinit) kills every child and
 // removes the directory; SIGINT, SIGTERM and SIGHUP do the same from a signal source, then exit with 130.
@@ -18,6 +18,8 @@ final class BenchCluster {
 
     let directory: String
     let lease: Int
+    /// The cluster nodes serve namespaces they do not own from replicas (`--replicate`).
+    let replicate: Bool
     /// The NATS client URLs, comma-separated (`--cluster`).
     let natsURLs: String
     private(set) var nats: [FanoutChild] = []
@@ -37,9 +39,11 @@ final class BenchCluster {
     /// - Parameters:
     ///   - natsServer: the `nats-server` executable.
     ///   - lease: the cluster nodes' `--lease` in milliseconds.
-    init(natsServer: String, lease: Int) throws {
+    ///   - replicate: start the cluster nodes with `--replicate`.
+    init(natsServer: String, lease: Int, replicate: Bool = false) throws {
         directory = NSTemporaryDirectory() + "canopy-bench-cluster-" + UUID().uuidString
         self.lease = lease
+        self.replicate = replicate
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         interruptCleanup = InterruptCleanup(directory: directory)
         let ports = try (0..<9).map { _ in try Self.freePort() }
@@ -200,7 +204,7 @@ final class BenchCluster {
                 arguments: [
                     "--port", "\(port)", "--data", data[index], "--log-level", "warning", "--cluster", natsURLs,
                     "--node", name, "--advertise", "http://127.0.0.1:\(port)", "--lease", "\(lease)",
-                ], name: name, logFile: directory + "/\(name).log", timeoutSeconds: 60)
+                ] + (replicate ? ["--replicate"] : []), name: name, logFile: directory + "/\(name).log", timeoutSeconds: 60)
             nodes[index] = child
             interruptCleanup.add(child.pid)
         }

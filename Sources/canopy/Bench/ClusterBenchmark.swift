@@ -9,18 +9,17 @@
 // connection on one event loop), sent to the single node, to the namespace's owner (found by a PUT to c1: its 307,
 // or the `X-Canopy-Owner` of its proxied answer) and to another node, which proxies them to the owner
 // (`--cluster-rest proxy`, the default). Per connection count the sides take turns at going first. The failover
-// round is ClusterFailover's.
-//
-// Fan-out spread over several nodes (listeners on replicas) is not measured yet; a line says so.
+// round is ClusterFailover's. The fan-out phase (ClusterFanout) starts a fresh cluster whose nodes run with
+// `--replicate` and compares listeners spread over the three nodes with the same listeners on one node.
 
 import CanopyCore
 import CanopyNet
 import Foundation
 
-/// `canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>]`.
+/// `canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--listeners <n>] [--messages <n>]`.
 struct ClusterBenchmark {
     static let usage = """
-        canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>]
+        canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--listeners <n>] [--messages <n>]
           Starts 3 nats-server with JetStream (from PATH or /usr/sbin; Debian package nats-server), 3 `canopy serve
           --cluster` nodes of this binary and a single-node `canopy serve --sync full`, on loopback ports in a
           temporary directory, all removed at exit. Durable writes to one namespace: REST keep-alive PUTs of a
@@ -31,11 +30,19 @@ struct ClusterBenchmark {
           killed (kill -9), retrying on the other nodes (following a 307 if one answers with it);
           the ms from the kill to the first write acknowledged by the new owner, with the nodes' --lease (default
           6000), and a check that every acknowledged write is present afterwards (exit 1 if one is missing).
+          Then fan-out, on a fresh cluster whose nodes run with --replicate: --listeners (default 1500, at most
+          9000; 0 skips the phase) listen on one location, one writer sends --messages acknowledged writes of
+          ~100 B (default 1000) to the owner; the listeners all on the single node, all on the owner, then spread
+          evenly over the owner and the two replica nodes: deliveries/s, p50/p99, every delivery counted per
+          listener (exit 1 unless each listener got each write once and in order), each process's CPU and the
+          cluster/single ratio. --listeners × --messages is at most 20,000,000.
         """
 
     var writes = 1_000
     var clientCounts = [1, 16, 50]
     var lease = 6_000
+    var listeners = 1_500
+    var messages = 1_000
     /// A client core busier than this during a row is reported as saturated: the client bounds the figure.
     static let saturatedCoreShare = 0.9
     static let throughputNamespace = "benchcluster"
@@ -47,10 +54,26 @@ struct ClusterBenchmark {
             case "--writes": writes = try arguments.int(for: option, in: 10...10_000_000)
             case "--lease": lease = try arguments.int(for: option, in: 1_000...600_000)
             case "--clients": clientCounts = try arguments.ints(for: option, in: 1...1_024)
+            case "--listeners":
+                // All of them on one node in the first round: below the daemons' default --max-connections.
+                listeners = try arguments.int(for: option, in: 0...9_000)
+                if listeners > 0 && listeners < 3 {
+                    throw UsageError(message: "--listeners must be 0 (no fan-out phase) or at least 3 (one per node)")
+                }
+            case "--messages": messages = try arguments.int(for: option, in: 1...1_000_000)
             default: throw .unknownOption(option, command: "bench cluster")
             }
         }
+        // A round keeps every delivery's latency (8 bytes each).
+        if listeners * messages > Self.maximumDeliveries {
+            throw UsageError(
+                message: "--listeners × --messages is at most \(Self.maximumDeliveries) deliveries per round "
+                    + "(\(listeners) × \(messages) asked)")
+        }
     }
+
+    /// Deliveries in one fan-out round at most: their latencies take 8 bytes each.
+    static let maximumDeliveries = 20_000_000
 
     /// Where a row's writes go: the single node, the namespace's owner, or another node that proxies them to it.
     private enum Side: CaseIterable {
@@ -71,7 +94,26 @@ struct ClusterBenchmark {
             throw CommandFailure(
                 "nats-server is not installed (apt-get install nats-server; it is looked for on PATH and in /usr/sbin)")
         }
-        FanoutChild.raiseOpenFileLimit(to: (clientCounts.max() ?? 1) * 2 + 1_024)
+        FanoutChild.raiseOpenFileLimit(to: max(clientCounts.max() ?? 1, listeners) * 2 + 1_024)
+        let failoverMissing = try writesAndFailover(natsServer: natsServer)
+        var exact = true
+        if listeners > 0 {
+            print("")
+            exact = try ClusterFanout.run(
+                natsServer: natsServer, lease: lease, listeners: listeners, messages: messages,
+                saturatedCoreShare: Self.saturatedCoreShare)
+        }
+        if failoverMissing > 0 {
+            throw CommandFailure("\(failoverMissing) acknowledged writes are missing after the failover")
+        }
+        if !exact {
+            throw CommandFailure("a fan-out round did not deliver every write to every listener once, in order")
+        }
+    }
+
+    /// The durable-write rows and the failover round on a cluster of their own.
+    /// - Returns: how many acknowledged writes the failover lost (0 when all are present).
+    private func writesAndFailover(natsServer: String) throws -> Int {
         let cluster = try BenchCluster(natsServer: natsServer, lease: lease)
         defer { cluster.stop() }
         let ownerIndex = try cluster.owner(of: Self.throughputNamespace)
@@ -166,13 +208,7 @@ struct ClusterBenchmark {
                 "MISSING acknowledged writes: \(failover.missing.count) of \(failover.acknowledged) "
                     + "(\(sample)\(failover.missing.count > 10 ? ", …" : ""))")
         }
-        print("")
-        print(
-            "fan-out spread over 3 nodes vs one node: not measured (listeners spread over replicas are not driven "
-                + "by this benchmark yet; see bench fanout for one node)")
-        if !failover.missing.isEmpty {
-            throw CommandFailure("\(failover.missing.count) acknowledged writes are missing after the failover")
-        }
+        return failover.missing.count
     }
 
     private func printTable(_ rows: [[Side: Row]]) {

@@ -301,7 +301,8 @@ struct FanoutBenchmark {
                     "ratio \(scenario) tls/plaintext: throughput " + String(format: "%.2f", median(values))
                         + " (median of pairs: \(each(values)))"
                         + (cpu.isEmpty
-                            ? ""
+                            // /proc counts CPU in 10 ms ticks: a tiny round's daemon may show none.
+                            ? "; server CPU per event not resolved (a daemon used under /proc's 10 ms tick)"
                             : "; server CPU per event " + String(format: "%.2f", median(cpu))
                                 + " (pairs: \(each(cpu)))"))
             } else {

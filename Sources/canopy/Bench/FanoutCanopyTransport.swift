@@ -4,11 +4,13 @@ import CanopyCore
 import CanopyNet
 
 /// Subscribers `gauth` with the admin credential and `q`-listen on `/room` (or `/users/<i>`); the writer sends `p`
-/// of write `seq` to `/room/m<seq>` (or `/users/<i>/m<seq>`).
+/// of write `seq` to `/room/m<seq>` (or `/users/<i>/m<seq>`). Subscriber `i` connects to
+/// `subscriberPorts[i % count]` (by default the writer's port), so listeners can be spread over several servers.
 final class FanoutCanopyTransport: FanoutTransport {
     private let loop: EventLoop
     private let host: String
     private let port: Int
+    private let subscriberPorts: [Int]
     private let namespace: String
     private let credential: String
     private let tls: TLSClientContext?
@@ -16,17 +18,24 @@ final class FanoutCanopyTransport: FanoutTransport {
     private var writer: WebSocketClient?
     private var nextRequest = 2
 
-    /// - Parameter tls: speak `wss` verified against this context; nil for plain `ws`.
-    init(loop: EventLoop, host: String, port: Int, namespace: String, credential: String, tls: TLSClientContext? = nil) {
+    /// - Parameters:
+    ///   - port: the writer's server (and the subscribers' when `subscriberPorts` is empty).
+    ///   - subscriberPorts: the servers subscribers connect to, in turn.
+    ///   - tls: speak `wss` verified against this context; nil for plain `ws`.
+    init(
+        loop: EventLoop, host: String, port: Int, subscriberPorts: [Int] = [], namespace: String, credential: String,
+        tls: TLSClientContext? = nil
+    ) {
         self.loop = loop
         self.tls = tls
         self.host = host
         self.port = port
+        self.subscriberPorts = subscriberPorts.isEmpty ? [port] : subscriberPorts
         self.namespace = namespace
         self.credential = credential
     }
 
-    private func connect(round: FanoutRound, role: String) throws -> WebSocketClient {
+    private func connect(round: FanoutRound, role: String, port: Int) throws -> WebSocketClient {
         let client = try WebSocketClient(
             loop: loop, host: host, port: port, target: "/.ws?v=5&ns=\(percentEncode(namespace))", tls: tls
         ) { [unowned round] result in
@@ -40,12 +49,13 @@ final class FanoutCanopyTransport: FanoutTransport {
     }
 
     func openSubscriber(_ index: Int, round: FanoutRound) throws {
-        let client = try connect(round: round, role: "subscriber \(index)")
+        let client = try connect(
+            round: round, role: "subscriber \(index)", port: subscriberPorts[index % subscriberPorts.count])
         let path = round.spread ? "/users/\(index)" : "/room"
         client.send(text: #"{"t":"d","d":{"r":2,"a":"q","b":{"p":"\#(path)","h":""}}}"#)
         client.onText = { [unowned round] text in
             if let (seq, sentAt) = FanoutPayload.scan(text) {
-                round.deliver(seq: seq, sentAt: sentAt)
+                round.deliver(seq: seq, sentAt: sentAt, subscriber: index)
                 return
             }
             switch Self.reply(text) {
@@ -58,7 +68,7 @@ final class FanoutCanopyTransport: FanoutTransport {
     }
 
     func openWriter(round: FanoutRound) throws {
-        let client = try connect(round: round, role: "writer")
+        let client = try connect(round: round, role: "writer", port: port)
         client.onText = { [unowned round] text in
             guard let (r, status) = Self.reply(text) else { return }
             if status != "ok" {

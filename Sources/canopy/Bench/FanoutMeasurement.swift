@@ -4,9 +4,10 @@ import CanopyCore
 
 /// The write payload `{"seq":i,"sentAt":<monotonic ns>,"text":"hello"}` and a scanner that finds its numbers.
 enum FanoutPayload {
-    /// The payload's JSON text for write `seq`, stamped `sentAt` (monotonic nanoseconds).
-    static func json(seq: Int, sentAt: UInt64) -> String {
-        #"{"seq":\#(seq),"sentAt":\#(sentAt),"text":"hello"}"#
+    /// The payload's JSON text for write `seq`, stamped `sentAt` (monotonic nanoseconds); `text` pads it (it must
+    /// not contain a quote, a backslash or the keys).
+    static func json(seq: Int, sentAt: UInt64, text: String = "hello") -> String {
+        #"{"seq":\#(seq),"sentAt":\#(sentAt),"text":"\#(text)"}"#
     }
 
     private static let seqKey = Array(#""seq":"#.utf8)
@@ -68,7 +69,12 @@ final class FanoutTracker {
     private(set) var delivered = 0
     /// Deliveries of an unknown or already complete write (should stay 0).
     private(set) var unexpected = 0
+    /// With per-subscriber accounting: deliveries that were not the subscriber's next write (a repeat, or one after
+    /// a gap); they are not counted as delivered. Should stay 0.
+    private(set) var outOfOrder = 0
     private var remaining: [Int32]
+    /// Per subscriber, the last write it got in order (-1: none yet); empty without per-subscriber accounting.
+    private var lastInOrder: [Int32]
     private(set) var latenciesNs: [UInt64] = []
     private(set) var firstSendNs: UInt64 = 0
     private(set) var lastDeliveryNs: UInt64 = 0
@@ -77,8 +83,12 @@ final class FanoutTracker {
     ///   - writes: how many writes the round sends.
     ///   - deliveriesPerWrite: subscribers that receive each write.
     ///   - maxEventsInFlight: the window, in expected deliveries (at least one write is always allowed).
-    init(writes: Int, deliveriesPerWrite: Int, maxEventsInFlight: Int) {
+    ///   - orderedSubscribers: when every one of this many subscribers gets every write, each in write order, the
+    ///     deliveries are checked per subscriber (see ``outOfOrder``); nil to count them per write only.
+    init(writes: Int, deliveriesPerWrite: Int, maxEventsInFlight: Int, orderedSubscribers: Int? = nil) {
         precondition(writes > 0 && deliveriesPerWrite > 0)
+        precondition(orderedSubscribers.map { $0 == deliveriesPerWrite } ?? true)
+        lastInOrder = Array(repeating: -1, count: orderedSubscribers ?? 0)
         self.writes = writes
         self.deliveriesPerWrite = deliveriesPerWrite
         window = max(1, maxEventsInFlight / deliveriesPerWrite)
@@ -98,12 +108,20 @@ final class FanoutTracker {
         return (sent - 1, now)
     }
 
-    /// Records one delivery; returns true when it completed its write (so the writer may send more).
-    func record(seq: Int, sentAt: UInt64) -> Bool {
+    /// Records one delivery to `subscriber` (its index, used with per-subscriber accounting); returns true when it
+    /// completed its write (so the writer may send more).
+    func record(seq: Int, sentAt: UInt64, subscriber: Int? = nil) -> Bool {
         let now = monotonicNanoseconds()
         guard seq >= 0, seq < sent, remaining[seq] > 0 else {
             unexpected += 1
             return false
+        }
+        if !lastInOrder.isEmpty, let subscriber {
+            guard lastInOrder[subscriber] + 1 == Int32(seq) else {
+                outOfOrder += 1
+                return false
+            }
+            lastInOrder[subscriber] = Int32(seq)
         }
         delivered += 1
         latenciesNs.append(now &- sentAt)

@@ -28,6 +28,8 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
     /// True when each subscriber has its own location and writes go round-robin across them.
     let spread: Bool
     let tracker: FanoutTracker
+    /// The padding of every write's payload (see `FanoutPayload.json`).
+    var payloadText = "hello"
     private let transport: any FanoutTransport
     private let onListening: () -> Void
     private let onFinished: () -> Void
@@ -110,9 +112,9 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
         pump()
     }
 
-    func deliver(seq: Int, sentAt: UInt64) {
+    func deliver(seq: Int, sentAt: UInt64, subscriber: Int? = nil) {
         guard !finishing else { return }
-        if tracker.record(seq: seq, sentAt: sentAt) {
+        if tracker.record(seq: seq, sentAt: sentAt, subscriber: subscriber) {
             if tracker.isDone {
                 finish()
             } else {
@@ -132,7 +134,7 @@ final class FanoutRound: @unchecked Sendable {  // safe: every member is touched
     private func pump() {
         while writerOpen && tracker.canSend {
             let (seq, sentAt) = tracker.nextWrite()
-            let payload = FanoutPayload.json(seq: seq, sentAt: sentAt)
+            let payload = FanoutPayload.json(seq: seq, sentAt: sentAt, text: payloadText)
             transport.write(seq: seq, payload: payload, subscriber: spread ? seq % subscribers : nil)
         }
     }
