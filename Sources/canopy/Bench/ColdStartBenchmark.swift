@@ -62,11 +62,7 @@ struct ColdStartBenchmark {
         for (index, item) in cases.enumerated() {
             server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
             defer { server.stop() }
-            let opened = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
-            guard try opened.request("GET", "/room/title.json?ns=b", headers: admin).text == #""hello""# else {
-                throw CommandFailure("namespace b does not hold its value")
-            }
-            opened.close()
+            try BReader.open(port: server.port, headers: admin)
             let reader = index == 0 ? BReader(port: server.port, credential: server.adminCredential) : nil
             reader?.start()
             Thread.sleep(forTimeInterval: 0.3)

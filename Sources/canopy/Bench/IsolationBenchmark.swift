@@ -53,11 +53,7 @@ struct IsolationBenchmark {
         server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
         defer { server.stop() }
         // B is opened before the phases (its own first load is not what is measured).
-        let opened = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 60)
-        guard try opened.request("GET", "/room/title.json?ns=b", headers: admin).text == #""hello""# else {
-            throw CommandFailure("namespace b does not hold its value")
-        }
-        opened.close()
+        try BReader.open(port: server.port, headers: admin)
 
         let reader = BReader(port: server.port, credential: server.adminCredential)
         reader.start()
@@ -115,6 +111,16 @@ struct IsolationBenchmark {
 /// A read's latency counts from when it was due, not from when it was sent: a stall of the daemon then shows in
 /// every read it delayed (no coordinated omission), not just in the one read that was waiting.
 final class BReader: Sendable {
+    /// Reads namespace B once (opening it, so its own first load is not what a phase measures) and checks it
+    /// holds the value the benchmark wrote.
+    static func open(port: Int, headers: [(String, String)]) throws {
+        let client = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 60)
+        defer { client.close() }
+        guard try client.request("GET", "/room/title.json?ns=b", headers: headers).text == #""hello""# else {
+            throw CommandFailure("namespace b does not hold its value")
+        }
+    }
+
     private let port: Int
     private let credential: String
     /// (when the read was due, its latency in ms), in order.
