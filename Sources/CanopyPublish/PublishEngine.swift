@@ -106,12 +106,20 @@ public enum PublishEngine {
     {
         let settings = PublishSettings(root: root)
         let items = try parseItems(content, cache: cache)
-        var memo: PublishMemo
         var touched = PublishMemo.Touched()
-        if var last = cache?.takeMemo(), let changed = last.update(to: items, settings: settings) {
-            memo = last
-            touched = changed
-            cache?.countIncremental()
+        var incremental: PublishMemo?
+        if let cache, var last = cache.takeMemo() {
+            if let changed = last.update(to: items, settings: settings) {
+                incremental = consume last
+                touched = changed
+                cache.countIncremental()
+            } else {
+                cache.discard(consume last)
+            }
+        }
+        var memo: PublishMemo
+        if let taken = incremental.take() {
+            memo = taken
         } else {
             memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
         }
