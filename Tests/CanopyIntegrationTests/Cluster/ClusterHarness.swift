@@ -95,7 +95,9 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
 
     /// The node whose log says it claimed `ns` last (with replicas every node answers reads itself).
     func claimant(of ns: String) -> Int? {
-        nodes.indices.filter { log($0).contains("event=cluster.claimed") && log($0).contains("ns=\(ns)\n") }.first
+        nodes.indices.filter { index in
+            log(index).split(separator: "\n").contains { $0.contains("event=cluster.claimed") && $0.contains(" ns=\(ns) ") }
+        }.first
     }
 
     /// A REST request sent to node `index`, following `307` redirects to the owner (re-sending the credential,
