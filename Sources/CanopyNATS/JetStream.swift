@@ -196,6 +196,11 @@ public struct JetStream: Sendable {
         return json["purged"]?.uint64 ?? 0
     }
 
+    /// `STREAM.MSG.DELETE`: removes the message at `sequence` (its data left on disk; the stream forgets it).
+    public func deleteMessage(stream: String, sequence: UInt64) throws {
+        _ = try call("STREAM.MSG.DELETE.\(stream)", ["seq": .int(Int64(sequence)), "no_erase": true])
+    }
+
     // MARK: Reading
 
     /// `STREAM.MSG.GET` (answered by the stream leader): the message at `sequence`, nil if there is none.

@@ -90,6 +90,11 @@ extension ClusterNode {
 
     /// The snapshot a manifest describes, read from its chunks and checked.
     func readSnapshot(_ manifest: SnapshotManifest, namespace: String) throws -> ClusterSnapshot {
+        // None of its chunks left (purged, or never written): said at once, not after a consumer's wait.
+        let chunks = Self.snapshotSubjects(of: namespace).chunks
+        guard let first = try js.firstMessage(stream: Self.snapshotStream, subject: chunks, from: manifest.first),
+            first.sequence <= manifest.last
+        else { throw ClusterSnapshotError("0 of its \(manifest.chunks) chunks are in the stream") }
         let consumer = try JetStreamOrderedConsumer(
             js, stream: Self.snapshotStream, filterSubject: Self.snapshotSubjects(of: namespace).chunks,
             start: .sequence(manifest.first), heartbeat: .milliseconds(500))

@@ -174,8 +174,12 @@ final class ClusterNode: @unchecked Sendable {
 
     /// The log stream and subject of a namespace.
     func log(of namespace: String) -> (stream: String, subject: String) {
-        let k = Int(Self.fnv1a(namespace) % UInt64(configuration.logStreams))
-        return (Self.streamName(k), "canopy.log.\(k).\(namespace)")
+        Self.log(of: namespace, streams: configuration.logStreams)
+    }
+
+    static func log(of namespace: String, streams: Int) -> (stream: String, subject: String) {
+        let k = Int(fnv1a(namespace) % UInt64(streams))
+        return (streamName(k), "canopy.log.\(k).\(namespace)")
     }
 
     /// FNV-1a 64: stable across processes and versions (Swift's `Hasher` is seeded per process).
