@@ -401,6 +401,7 @@ final class ClusterNode: @unchecked Sendable {
     /// marker fenced on it.
     private func takeOver(_ namespace: String, epoch: UInt64) throws -> ClaimOutcome {
         let (stream, subject) = log(of: namespace)
+        let started = monotonicNanoseconds()
         var replayed: ReplayedLog?
         for _ in 0..<8 {
             let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
@@ -434,6 +435,7 @@ final class ClusterNode: @unchecked Sendable {
                     [
                         "ns": namespace, "node": name, "epoch": "\(epoch)", "log_seq": "\(ack.sequence)",
                         "snapshot_seq": "\(current.snapshot?.sequence ?? 0)", "replayed": "\(current.messages)",
+                        "load_ms": "\((monotonicNanoseconds() - started) / 1_000_000)",
                     ])
                 return .owned(tree: current.tree, rules: current.rules, log: log)
             } catch let error as JetStreamError where error.isWrongLastSequence {
