@@ -62,7 +62,8 @@ extension ClusterNode {
                 logger.notice(
                     "cluster.snapshot_loaded",
                     ["ns": namespace, "log_seq": "\(manifest.sequence)", "bytes": "\(manifest.bytes)"])
-                return ReplayedLog(tree: snapshot.tree, rules: snapshot.rules, applied: snapshot.sequence, snapshot: manifest)
+                return ReplayedLog(
+                    tree: snapshot.tree, rules: snapshot.rules, applied: snapshot.sequence, snapshot: manifest)
             } catch {
                 logger.warning(
                     "cluster.snapshot_skipped",
@@ -126,8 +127,9 @@ extension ClusterNode {
             }
             guard message.streamSequence > state.applied else { continue }
             if message.streamSequence > last { break }
-            try Self.checkChain(message.headers, sequence: message.streamSequence, after: state.applied, subject: subject)
-            state.apply(try ClusterBatch.decode(message.payload), sequence: message.streamSequence, bytes: message.payload.count)
+            let sequence = message.streamSequence
+            try Self.checkChain(message.headers, sequence: sequence, after: state.applied, subject: subject)
+            state.apply(try ClusterBatch.decode(message.payload), sequence: sequence, bytes: message.payload.count)
         }
     }
 
@@ -184,7 +186,8 @@ extension ClusterNode {
                 headers.set("Canopy-Chunk", "\(index)/\(chunks.count)")
                 let ack = try publishRetrying(
                     subjects.chunks, chunk,
-                    JetStreamPublishOptions(messageID: "\(id).\(index)", expectedStream: Self.snapshotStream, headers: headers))
+                    JetStreamPublishOptions(
+                        messageID: "\(id).\(index)", expectedStream: Self.snapshotStream, headers: headers))
                 if index == 0 { first = ack.sequence }
                 lastChunk = ack.sequence
             }
@@ -195,7 +198,8 @@ extension ClusterNode {
             headers.set("Canopy-Snapshot-Sequence", String(snapshot.sequence))
             manifest.streamSequence = try publishRetrying(
                 subjects.manifest, manifest.encode(),
-                JetStreamPublishOptions(messageID: "\(id).manifest", expectedStream: Self.snapshotStream, headers: headers)
+                JetStreamPublishOptions(
+                    messageID: "\(id).manifest", expectedStream: Self.snapshotStream, headers: headers)
             ).sequence
             let published = monotonicNanoseconds()
             logger.notice(
@@ -208,7 +212,8 @@ extension ClusterNode {
             if let kept, !log.isDeposed { try trim(namespace, below: kept, log: log) }
             return manifest
         } catch {
-            logger.warning("cluster.snapshot_failed", ["ns": namespace, "log_seq": "\(snapshot.sequence)", "error": "\(error)"])
+            logger.warning(
+                "cluster.snapshot_failed", ["ns": namespace, "log_seq": "\(snapshot.sequence)", "error": "\(error)"])
             return nil
         }
     }
@@ -230,8 +235,9 @@ extension ClusterNode {
 
     /// A JetStream publish retried while NATS does not answer (a leader election), for up to 12 s; a refusal
     /// is thrown at once.
-    private func publishRetrying(_ subject: String, _ payload: some Collection<UInt8>, _ options: JetStreamPublishOptions)
-        throws -> JetStreamPubAck
+    private func publishRetrying(
+        _ subject: String, _ payload: some Collection<UInt8>, _ options: JetStreamPublishOptions
+    ) throws -> JetStreamPubAck
     {
         let deadline = monotonicNanoseconds() + 12_000_000_000
         while true {

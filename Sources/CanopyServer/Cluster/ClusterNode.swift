@@ -406,7 +406,9 @@ final class ClusterNode: @unchecked Sendable {
         for _ in 0..<8 {
             let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
             if var current = replayed {
-                if last > current.applied { try replay(stream: stream, subject: subject, through: last, into: &current) }
+                if last > current.applied {
+                    try replay(stream: stream, subject: subject, through: last, into: &current)
+                }
                 replayed = current
             } else {
                 replayed = try load(namespace, stream: stream, subject: subject, through: last)

@@ -50,8 +50,9 @@ struct ClusterSnapshot: Sendable {
     /// The snapshot the manifest describes, from the chunk messages read between its `first` and `last` (others'
     /// chunks among them are skipped).
     /// - Throws: `ClusterSnapshotError` saying what is missing or wrong; the snapshot must then not be used.
-    static func assemble(_ manifest: SnapshotManifest, namespace: String, messages: [(headers: NATSHeaderLookup, payload: [UInt8])])
-        throws(ClusterSnapshotError) -> ClusterSnapshot
+    static func assemble(
+        _ manifest: SnapshotManifest, namespace: String, messages: [(headers: NATSHeaderLookup, payload: [UInt8])]
+    ) throws(ClusterSnapshotError) -> ClusterSnapshot
     {
         var body: [UInt8] = []
         body.reserveCapacity(manifest.bytes)
@@ -96,7 +97,8 @@ struct ClusterSnapshot: Sendable {
         default: throw ClusterSnapshotError("its rules are not text")
         }
         do {
-            return ClusterSnapshot(namespace: namespace, sequence: sequence, rules: rules, tree: try Node.from(json: treeJSON))
+            let tree = try Node.from(json: treeJSON)
+            return ClusterSnapshot(namespace: namespace, sequence: sequence, rules: rules, tree: tree)
         } catch {
             throw ClusterSnapshotError("its tree is not a valid node: \(error)")
         }

@@ -51,7 +51,8 @@ final class NamespaceReplica: @unchecked Sendable {
                     // A message that does not follow the one applied before it: the log was trimmed past this
                     // replica (it lagged by more than a snapshot interval). It is dropped, and reloaded from the
                     // newest snapshot by the next request, rather than serve a tree with a hole.
-                    try ClusterNode.checkChain(message.headers, sequence: message.streamSequence, after: seen, subject: subject)
+                    try ClusterNode.checkChain(
+                        message.headers, sequence: message.streamSequence, after: seen, subject: subject)
                     seen = message.streamSequence
                     deliver(seen, try ClusterBatch.decode(message.payload))
                 }
