@@ -39,7 +39,9 @@ enum ClusterClaim {
             }
             let failover = try cluster.measureFailover(
                 namespace: namespace, before: 5, after: 5, timeoutSeconds: Double(lease) / 1000 + 60)
-            let claimed = claimLine(cluster, node: failover.newOwner)
+            let claimed = lastLine(cluster, node: failover.newOwner, event: "cluster.claimed")
+            // The killed owner's last snapshot: its size and the time it took off the loop.
+            let snapshot = lastLine(cluster, node: failover.killed, event: "cluster.snapshot")
             let survivor = BenchCluster.nodeNames.firstIndex(of: failover.newOwner) ?? (owner + 1) % 3
             let (response, _) = try cluster.request(
                 "GET", "/long.json?ns=\(namespace)&shallow=true", via: cluster.nodePorts[survivor], timeoutSeconds: 30)
@@ -51,18 +53,22 @@ enum ClusterClaim {
                     + "\(claimed["load_ms"] ?? "?") ms (from the snapshot at log seq \(claimed["snapshot_seq"] ?? "?"), "
                     + "\(claimed["replayed"] ?? "?") log messages replayed); "
                     + String(format: "%.0f", failover.milliseconds) + " ms from the kill to its first write; "
-                    + "\(present) of \(batches) writes present")
+                    + "\(present) of \(batches) writes present"
+                    + (snapshots
+                        ? "; the former owner's last snapshot: \(snapshot["bytes"] ?? "?") B in \(snapshot["chunks"] ?? "?") "
+                            + "chunks, encoded in \(snapshot["encode_ms"] ?? "?") ms and published in "
+                            + "\(snapshot["publish_ms"] ?? "?") ms on its snapshot queue" : ""))
             fflush(nil)
         }
         return complete
     }
 
-    /// The fields of the last `cluster.claimed` line for the namespace in `node`'s log.
-    private static func claimLine(_ cluster: BenchCluster, node: String) -> [String: String] {
+    /// The fields of the last `event` line for the namespace in `node`'s log.
+    private static func lastLine(_ cluster: BenchCluster, node: String, event: String) -> [String: String] {
         let text = (try? String(contentsOfFile: cluster.directory + "/\(node).log", encoding: .utf8)) ?? ""
         guard
             let line = text.split(separator: "\n").last(where: {
-                $0.contains("event=cluster.claimed") && $0.contains(" ns=\(namespace)")
+                $0.contains("event=\(event) ") && $0.contains(" ns=\(namespace)")
             })
         else { return [:] }
         var fields: [String: String] = [:]
