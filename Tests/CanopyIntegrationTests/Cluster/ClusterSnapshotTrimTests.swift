@@ -57,13 +57,13 @@ struct ClusterSnapshotTrimTests {
         // sequence moved with it.
         let (stream, subject) = ClusterNode.log(of: trimmed, streams: 8)
         #expect(
-            poll { (try? js.firstMessage(stream: stream, subject: subject)?.sequence).flatMap { $0 } ?? 0 > 11 },
+            poll(timeout: 15) { (try? js.firstMessage(stream: stream, subject: subject)?.sequence).flatMap { $0 } ?? 0 > 11 },
             "the log of \(trimmed) was not trimmed")
         let info = try js.streamInfo(stream)
         #expect(info.firstSequence > 11 && info.lastSequence >= 46, "\(info.firstSequence)…\(info.lastSequence)")
         #expect(cluster.log(owner).contains("event=cluster.log_trimmed"))
         // The other namespace: two snapshots kept (the newest and the one before, its fallback).
-        #expect(poll { (try? manifests(js, skipped).count) == 2 }, "\((try? manifests(js, skipped)) ?? [])")
+        #expect(poll(timeout: 15) { (try? manifests(js, skipped).count) == 2 }, "\((try? manifests(js, skipped)) ?? [])")
 
         // A node started after the trim replicates `trimmed` from its snapshot: every value, then live updates.
         try cluster.start(2)
@@ -87,8 +87,8 @@ struct ClusterSnapshotTrimTests {
         forged.sha256 = String(repeating: "0", count: 64)
         _ = try js.publish(ClusterNode.snapshotSubjects(of: skipped).manifest, payload: forged.encode())
 
-        #expect(poll { (try? manifests(js, lost).count) == 2 })
-        #expect(poll { (try? js.firstMessage(stream: ClusterNode.log(of: lost, streams: 8).stream,
+        #expect(poll(timeout: 15) { (try? manifests(js, lost).count) == 2 })
+        #expect(poll(timeout: 15) { (try? js.firstMessage(stream: ClusterNode.log(of: lost, streams: 8).stream,
             subject: ClusterNode.log(of: lost, streams: 8).subject)?.sequence).flatMap { $0 } ?? 0 > 2 })
         try js.purge(stream: ClusterNode.snapshotStream, filter: ClusterNode.snapshotSubjects(of: lost).chunks)
 
@@ -112,7 +112,7 @@ struct ClusterSnapshotTrimTests {
         #expect(refused.status == 503, "\(refused.status) \(refused.json?.serialized() ?? "")")
         #expect(refused.json?["error"]?.stringValue?.contains("trimmed") == true, "\(refused.json?.serialized() ?? "")")
         let newOwner = try #require(
-            poll2 {
+            pollValue {
                 cluster.nodes.indices.first { index in
                     index != owner
                         && cluster.log(index).split(separator: "\n").contains {
@@ -147,16 +147,7 @@ private func manifests(_ js: JetStream, _ ns: String) throws -> [SnapshotManifes
     return found
 }
 
-private func poll(timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.05)
-    }
-    return condition()
-}
-
-private func poll2<T>(timeout: TimeInterval = 15, _ value: () -> T?) -> T? {
+private func pollValue<T>(timeout: TimeInterval = 15, _ value: () -> T?) -> T? {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if let found = value() { return found }
