@@ -82,8 +82,9 @@ final class NamespaceLog: @unchecked Sendable {
     ) {
         queue.async { [self] in
             let result = appendNow(payload)
-            if case .success(let sequence) = result { stored(change, sequence: sequence, bytes: payload.count) }
+            // The writers first; the log's own tree follows before the next append starts.
             then(result)
+            if case .success(let sequence) = result { stored(change, sequence: sequence, bytes: payload.count) }
         }
     }
 
