@@ -88,7 +88,7 @@ let package = Package(
             "CanopyIntegrationTests",
             [
                 "CanopyServer", "CanopyCore", "CanopyNet", "CanopyAuth", "CanopyPublish", "CanopyClient",
-                "CanopyStore", "CanopyTestSupport",
+                "CanopyStore", "CanopyNATS", "CanopyTestSupport",
             ]
         ),
     ]

@@ -62,6 +62,9 @@ extension NamespaceRegistry {
                         throw error
                     }
                 }
+            } catch let gap as LogGapError {
+                Logger(label: "canopy.cluster").error("cluster.log_gap", ["ns": name, "reason": gap.description])
+                result = .failure(.logTrimmed(namespace: name, detail: gap.description))
             } catch {
                 result = .failure(.failed(namespace: name, reason: "cluster: \(error)"))
             }

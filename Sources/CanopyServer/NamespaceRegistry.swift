@@ -296,7 +296,7 @@ public final class NamespaceRegistry {
             // the namespace over serves them (Cluster.md#What-is-replicated).
             namespace.flush()
             let name = namespace.name
-            log.append(ClusterBatch.encodeRules(source)) { result in
+            log.append(ClusterBatch.encodeRules(source), change: .rules(source)) { result in
                 if case .failure(let failure) = result {
                     Logger(label: "canopy.cluster").error("cluster.rules_append_failed", ["ns": name, "error": "\(failure)"])
                 }

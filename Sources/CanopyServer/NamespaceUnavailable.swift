@@ -23,6 +23,9 @@ public enum NamespaceUnavailable: CanopyError {
     /// Cluster mode: this node's lease is not valid (NATS unreachable, or the process was paused); it serves
     /// nothing it owned until the lease is renewed or another node owns the namespace.
     case leaseExpired(namespace: String)
+    /// Cluster mode: the namespace's log was trimmed below every snapshot that can be read (they are missing or
+    /// fail their hash): its tree cannot be rebuilt whole, so it is not served at all (Cluster.md#Snapshots).
+    case logTrimmed(namespace: String, detail: String)
 
     public var code: String {
         switch self {
@@ -30,6 +33,7 @@ public enum NamespaceUnavailable: CanopyError {
         case .dataLoss: "namespace_data_loss"
         case .elsewhere: "namespace_elsewhere"
         case .leaseExpired: "cluster_lease_expired"
+        case .logTrimmed: "cluster_log_trimmed"
         default: "namespace_loading"
         }
     }
@@ -43,6 +47,9 @@ public enum NamespaceUnavailable: CanopyError {
         case .elsewhere(let name, _, let url): "Namespace '\(name)' is served by \(url)."
         case .leaseExpired(let name):
             "Namespace '\(name)' is unavailable on this node: its cluster lease is not valid; try again shortly."
+        case .logTrimmed(let name, let detail):
+            "Namespace '\(name)' refuses service: \(detail). Its writes before that point are only in its snapshots"
+                + " (stream CANOPY_SNAP), none of which can be read whole: restore that stream to serve it."
         case .dataLoss(let name, let expected?, let found):
             "Namespace '\(name)' refuses service: committed writes are missing from its database (expected revision"
                 + " \(expected), found revision \(found): the last \(expected - found) commits are lost; its"

@@ -12,7 +12,7 @@ struct BenchClusterTests {
     @Test(.timeLimit(.minutes(3))) func reportsDurableWritesFailoverAndEveryAcknowledgedWrite() throws {
         let before = Self.benchDirectories()
         let r = try runCanopy([
-            "bench", "cluster", "--writes", "50", "--clients", "1", "--lease", "2000", "--listeners", "12",
+            "bench", "cluster", "--writes", "50", "--clients", "1", "--lease", "2000", "--long-log", "30", "--listeners", "12",
             "--messages", "15",
         ])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
@@ -30,6 +30,12 @@ struct BenchClusterTests {
         #expect(failover?.contains("acknowledged by the new owner c") == true, "\(r.stdout)")
         #expect(lines.contains { $0.hasPrefix("every acknowledged write present: ") }, "\(r.stdout)")
         #expect(!r.stdout.contains("MISSING"), "\(r.stdout)")
+        // The claim round: a log of 30 batches loaded by the new owner without snapshots, then from one.
+        let claims = lines.filter { $0.hasPrefix("claim after kill -9, log of 30 batches, ") }
+        #expect(claims.count == 2 && claims.allSatisfy { $0.contains("30 of 30 writes present") }, "\(r.stdout)")
+        #expect(claims.first?.contains("no snapshots") == true && claims.first?.contains("snapshot at log seq 0,") == true)
+        #expect(claims.last?.contains("snapshots every 10 batches") == true && claims.last?.contains("snapshot at log seq 0,") == false,
+            "\(r.stdout)")
         // The fan-out phase: 12 listeners × 15 writes = 180 deliveries per round, each listener's in order.
         for label in ["single node, 12 listeners", "cluster, 12 on owner c", "cluster, spread 4 c"] {
             let row = lines.first { $0.hasPrefix(label) }

@@ -31,6 +31,11 @@ public struct ClusterConfiguration: Sendable {
     /// `--replicate`: a node serves namespaces other nodes own from a replica (reads and listens here, writes
     /// forwarded to the owner) instead of sending their clients to the owner.
     public var replicates = false
+    /// `--snapshot-batches`: an owner snapshots a namespace after this many log messages since its last snapshot
+    /// (0: never by count), and trims the log below the snapshot before (Cluster.md#Snapshots).
+    public var snapshotBatches = 10_000
+    /// `--snapshot-log-mib`: … or after this many bytes of log messages (0: never by size).
+    public var snapshotBytes = 64 << 20
 
     public init(servers: [NATSServerAddress], node: String, advertise: String) {
         self.servers = servers
@@ -79,7 +84,7 @@ final class ClusterNode: @unchecked Sendable {
     let js: JetStream
     private let nodes: KeyValue
     private let owners: KeyValue
-    private let logger = Logger(label: "canopy.cluster")
+    let logger = Logger(label: "canopy.cluster")
 
     private struct State {
         /// The revision of this node's lease as last written; 0 while not registered.
@@ -99,6 +104,8 @@ final class ClusterNode: @unchecked Sendable {
     private let state = Mutex(State())
     /// Claims run here: they block on NATS (and on the first write of the claimed tree to its cache file).
     let claimQueue = DispatchQueue(label: "canopy.cluster.claim", attributes: .concurrent)
+    /// Snapshots are encoded and published here, one at a time for the whole node (Cluster.md#Snapshots).
+    let snapshotQueue = DispatchQueue(label: "canopy.cluster.snapshot")
 
     /// Called (on a cluster thread) when this node lost its lease: everything it holds must stop at once.
     var onLeaseLost: (@Sendable () -> Void)?
@@ -136,6 +143,7 @@ final class ClusterNode: @unchecked Sendable {
                 config.duplicateWindow = .seconds(120)
                 _ = try js.createStream(config)
             }
+            _ = try js.createStream(Self.snapshotStreamConfig(replicas: replicas))
             return (nodes, owners)
         }
         try register()
@@ -166,8 +174,12 @@ final class ClusterNode: @unchecked Sendable {
 
     /// The log stream and subject of a namespace.
     func log(of namespace: String) -> (stream: String, subject: String) {
-        let k = Int(Self.fnv1a(namespace) % UInt64(configuration.logStreams))
-        return (Self.streamName(k), "canopy.log.\(k).\(namespace)")
+        Self.log(of: namespace, streams: configuration.logStreams)
+    }
+
+    static func log(of namespace: String, streams: Int) -> (stream: String, subject: String) {
+        let k = Int(fnv1a(namespace) % UInt64(streams))
+        return (streamName(k), "canopy.log.\(k).\(namespace)")
     }
 
     /// FNV-1a 64: stable across processes and versions (Swift's `Hasher` is seeded per process).
@@ -385,67 +397,54 @@ final class ClusterNode: @unchecked Sendable {
         return live
     }
 
-    /// Steps 2 and 3 of a claim: the tree brought to the log's end, then the takeover marker fenced on it.
+    /// Steps 2 and 3 of a claim: the tree brought to the log's end (from the newest snapshot), then the takeover
+    /// marker fenced on it.
     private func takeOver(_ namespace: String, epoch: UInt64) throws -> ClaimOutcome {
         let (stream, subject) = log(of: namespace)
-        var tree = Node.empty
-        var rules: String?
-        var applied: UInt64 = 0
+        let started = monotonicNanoseconds()
+        var replayed: ReplayedLog?
         for _ in 0..<8 {
             let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
-            if last > applied {
-                try replay(stream: stream, subject: subject, after: applied, through: last, into: &tree, rules: &rules)
-                applied = last
+            if var current = replayed {
+                if last > current.applied {
+                    try replay(stream: stream, subject: subject, through: last, into: &current)
+                }
+                replayed = current
+            } else {
+                replayed = try load(namespace, stream: stream, subject: subject, through: last)
             }
+            guard var current = replayed else { continue }
             var headers = NATSHeaders()
             headers.set("Canopy-Epoch", String(epoch))
             headers.set("Canopy-Node", name)
+            let marker = ClusterBatch.encodeTakeover(node: name)
             do {
                 let ack = try js.publish(
-                    subject, payload: ClusterBatch.encodeTakeover(node: name),
+                    subject, payload: marker,
                     options: JetStreamPublishOptions(
-                        messageID: "\(name).\(epoch).takeover", expectedLastSubjectSequence: applied,
+                        messageID: "\(name).\(epoch).takeover", expectedLastSubjectSequence: current.applied,
                         expectedStream: stream, headers: headers))
+                current.apply(.takeover(node: name), sequence: ack.sequence, bytes: marker.count)
                 let log = NamespaceLog(
-                    node: self, namespace: namespace, stream: stream, subject: subject, epoch: epoch,
-                    last: ack.sequence)
+                    node: self, namespace: namespace, stream: stream, subject: subject, epoch: epoch, state: current)
                 state.withLock { state in
                     state.held[namespace]?.depose(reason: "claimed again")
                     state.held[namespace] = log
                     state.offered.remove(namespace)
                 }
                 logger.notice(
-                    "cluster.claimed", ["ns": namespace, "node": name, "epoch": "\(epoch)", "log_seq": "\(ack.sequence)"])
-                return .owned(tree: tree, rules: rules, log: log)
+                    "cluster.claimed",
+                    [
+                        "ns": namespace, "node": name, "epoch": "\(epoch)", "log_seq": "\(ack.sequence)",
+                        "snapshot_seq": "\(current.snapshot?.sequence ?? 0)", "replayed": "\(current.messages)",
+                        "load_ms": "\((monotonicNanoseconds() - started) / 1_000_000)",
+                    ])
+                return .owned(tree: current.tree, rules: current.rules, log: log)
             } catch let error as JetStreamError where error.isWrongLastSequence {
                 continue  // the former owner appended after the read: catch up and fence again
             }
         }
         throw ClusterError("namespace '\(namespace)': the former owner keeps appending; not claimed")
-    }
-
-    /// Applies the namespace's log messages with sequence in (after, through] to `tree` and `rules`, in order.
-    private func replay(
-        stream: String, subject: String, after: UInt64, through last: UInt64, into tree: inout Node,
-        rules: inout String?
-    ) throws {
-        let consumer = try JetStreamOrderedConsumer(
-            js, stream: stream, filterSubject: subject, start: .sequence(after + 1), heartbeat: .milliseconds(500))
-        defer { consumer.stop() }
-        var seen = after
-        while seen < last {
-            guard let message = consumer.next(timeout: .seconds(10)) else {
-                throw ClusterError("reading \(subject) stalled at sequence \(seen) of \(last)")
-            }
-            guard message.streamSequence > seen else { continue }
-            seen = message.streamSequence
-            if seen > last { break }
-            switch try ClusterBatch.decode(message.payload) {
-            case .operations(let operations): tree = ClusterBatch.apply(operations, to: tree)
-            case .rules(let source): rules = source
-            case .takeover: break
-            }
-        }
     }
 
     // MARK: - Replicas
@@ -455,11 +454,10 @@ final class ClusterNode: @unchecked Sendable {
     func replicaStart(_ namespace: String) throws -> (tree: Node, rules: String?, replica: NamespaceReplica) {
         let (stream, subject) = log(of: namespace)
         let last = try js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
-        var tree = Node.empty
-        var rules: String?
-        if last > 0 { try replay(stream: stream, subject: subject, after: 0, through: last, into: &tree, rules: &rules) }
-        let replica = NamespaceReplica(node: self, namespace: namespace, stream: stream, subject: subject, applied: last)
-        return (tree, rules, replica)
+        let state = try load(namespace, stream: stream, subject: subject, through: last)
+        let replica = NamespaceReplica(
+            node: self, namespace: namespace, stream: stream, subject: subject, applied: state.applied)
+        return (state.tree, state.rules, replica)
     }
 
     /// The advertised URL of the namespace's owner, read now; nil when it has none or its lease is gone.

@@ -5,11 +5,23 @@
 // this node is refused (the fence) and the namespace is deposed here. An append that meets no answer (a NATS
 // server lost, a stream leader being elected) is retried with the same `Nats-Msg-Id`, so it is stored once,
 // for as long as this node's lease is valid.
+//
+// It also keeps the namespace's state as the log holds it (`ReplayedLog`: each stored batch applied to a tree of
+// its own, on the log's queue), so that every `snapshotBatches` messages or `snapshotBytes` bytes it can hand the
+// snapshot queue that tree at the sequence just stored: an immutable value, taken in O(1) between two appends,
+// consistent with the log whatever the namespace's own tree holds meanwhile (writes not yet stored, or that
+// failed). Neither the loop nor the appends wait for the snapshot (Cluster.md#Snapshots).
 
 import CanopyCore
 import CanopyNATS
 import Dispatch
 import Synchronization
+
+/// What a log message changes, applied to the log's own copy of the state once it is stored.
+enum LogChange: Sendable {
+    case operations([CommittedOperation])
+    case rules(String)
+}
 
 /// Why an append was not stored.
 enum LogFailure: Error, CustomStringConvertible {
@@ -27,7 +39,8 @@ enum LogFailure: Error, CustomStringConvertible {
 }
 
 final class NamespaceLog: @unchecked Sendable {
-    // safe: `last` and `counter` are touched only on `queue`; `deposedReason` is behind a mutex.
+    // safe: `state`, `counter` and `snapshotting` are touched only on `queue`; `deposedReason` and the handler
+    // are behind mutexes.
     unowned let node: ClusterNode
     let namespace: String
     let stream: String
@@ -35,21 +48,24 @@ final class NamespaceLog: @unchecked Sendable {
     /// The owner record's revision when this node claimed the namespace.
     let epoch: UInt64
     private let queue: DispatchQueue
-    private var last: UInt64
+    /// The namespace as the log holds it through `state.applied`, the sequence the next append is fenced on.
+    private var state: ReplayedLog
     private var counter: UInt64 = 0
+    /// A snapshot is being written (at most one at a time per namespace).
+    private var snapshotting = false
     private let deposedReason = Mutex<String?>(nil)
     /// Called once (on a cluster thread) when the namespace is deposed here.
     private let onDeposedHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// How long an append is retried while NATS does not answer (a stream leader election takes 4.6–6.2 s).
     static let retryNanoseconds: UInt64 = 12_000_000_000
 
-    init(node: ClusterNode, namespace: String, stream: String, subject: String, epoch: UInt64, last: UInt64) {
+    init(node: ClusterNode, namespace: String, stream: String, subject: String, epoch: UInt64, state: ReplayedLog) {
         self.node = node
         self.namespace = namespace
         self.stream = stream
         self.subject = subject
         self.epoch = epoch
-        self.last = last
+        self.state = state
         queue = DispatchQueue(label: "canopy.cluster.log." + namespace)
     }
 
@@ -59,13 +75,54 @@ final class NamespaceLog: @unchecked Sendable {
         onDeposedHandler.withLock { $0 = handler }
     }
 
-    /// Appends `payload` after everything appended before; `then` runs on the log's queue, in append order,
-    /// with the stored sequence or why it was not stored.
-    func append(_ payload: [UInt8], then: @escaping @Sendable (Result<UInt64, LogFailure>) -> Void) {
-        queue.async { [self] in then(appendNow(payload)) }
+    /// Appends `payload` (which encodes `change`) after everything appended before; `then` runs on the log's
+    /// queue, in append order, with the stored sequence or why it was not stored.
+    func append(
+        _ payload: [UInt8], change: LogChange, then: @escaping @Sendable (Result<UInt64, LogFailure>) -> Void
+    ) {
+        queue.async { [self] in
+            let result = appendNow(payload)
+            // The writers first; the log's own tree follows before the next append starts.
+            then(result)
+            if case .success(let sequence) = result { stored(change, sequence: sequence, bytes: payload.count) }
+        }
+    }
+
+    /// A message is in the log: the log's state follows it, and a snapshot starts when one is due.
+    private func stored(_ change: LogChange, sequence: UInt64, bytes: Int) {
+        switch change {
+        case .operations(let operations):
+            var tree = state.tree
+            for operation in operations {
+                tree = Namespace.applying(operation.paths.map { ($0, operation.root.node(at: $0)) }, to: tree)
+            }
+            state.tree = tree
+        case .rules(let source): state.rules = source
+        }
+        state.applied = sequence
+        state.messages += 1
+        state.bytes += bytes
+        let policy = node.configuration
+        let due =
+            (policy.snapshotBatches > 0 && state.messages >= policy.snapshotBatches)
+            || (policy.snapshotBytes > 0 && state.bytes >= policy.snapshotBytes)
+        guard due, !snapshotting else { return }
+        snapshotting = true
+        let snapshot = ClusterSnapshot(namespace: namespace, sequence: sequence, rules: state.rules, tree: state.tree)
+        let kept = state.snapshot
+        state.messages = 0
+        state.bytes = 0
+        node.snapshotQueue.async { [self] in
+            let written = node.writeSnapshot(snapshot, keeping: kept, for: self)
+            queue.async { [self] in
+                snapshotting = false
+                if let written { state.snapshot = written }
+            }
+        }
     }
 
     private func appendNow(_ payload: [UInt8]) -> Result<UInt64, LogFailure> {
+        let last = state.applied
         if let reason = deposedReason.withLock({ $0 }) { return .failure(.deposed(reason)) }
         counter += 1
         let id = "\(node.name).\(epoch).\(counter)"
@@ -82,7 +139,6 @@ final class NamespaceLog: @unchecked Sendable {
             }
             do {
                 let ack = try node.js.publish(subject, payload: payload, options: options)
-                last = ack.sequence
                 return .success(ack.sequence)
             } catch let error as JetStreamError where error.isWrongLastSequence {
                 let reason = "another node appended to the log of '\(namespace)' (fenced at sequence \(last))"

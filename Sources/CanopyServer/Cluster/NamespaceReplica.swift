@@ -48,6 +48,11 @@ final class NamespaceReplica: @unchecked Sendable {
                 while !stopped.load(ordering: .relaxed) {
                     guard let message = consumer.next(timeout: .milliseconds(500)) else { continue }
                     guard message.streamSequence > seen else { continue }
+                    // A message that does not follow the one applied before it: the log was trimmed past this
+                    // replica (it lagged by more than a snapshot interval). It is dropped, and reloaded from the
+                    // newest snapshot by the next request, rather than serve a tree with a hole.
+                    try ClusterNode.checkChain(
+                        message.headers, sequence: message.streamSequence, after: seen, subject: subject)
                     seen = message.streamSequence
                     deliver(seen, try ClusterBatch.decode(message.payload))
                 }

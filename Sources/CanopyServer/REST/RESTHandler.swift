@@ -166,7 +166,7 @@ final class RESTHandler: HTTPHandler {
                 namespace.flush()
                 let loop = context.loop
                 let held = LoopHeld((namespace, responder, context), loop: loop)
-                log.append(ClusterBatch.encodeRules(source)) { result in
+                log.append(ClusterBatch.encodeRules(source), change: .rules(source)) { result in
                     loop.execute {
                         let (namespace, responder, context) = held.value
                         guard case .success = result else {

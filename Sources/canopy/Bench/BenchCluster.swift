@@ -20,6 +20,9 @@ final class BenchCluster {
     let lease: Int
     /// The cluster nodes serve namespaces they do not own from replicas (`--replicate`).
     let replicate: Bool
+    /// More `canopy serve` options for the cluster nodes, and their `--log-level`.
+    let nodeArguments: [String]
+    let nodeLogLevel: String
     /// The NATS client URLs, comma-separated (`--cluster`).
     let natsURLs: String
     private(set) var nats: [FanoutChild] = []
@@ -40,10 +43,16 @@ final class BenchCluster {
     ///   - natsServer: the `nats-server` executable.
     ///   - lease: the cluster nodes' `--lease` in milliseconds.
     ///   - replicate: start the cluster nodes with `--replicate`.
-    init(natsServer: String, lease: Int, replicate: Bool = false) throws {
+    ///   - nodeArguments: more options for the cluster nodes; `nodeLogLevel`: their `--log-level`.
+    init(
+        natsServer: String, lease: Int, replicate: Bool = false, nodeArguments: [String] = [],
+        nodeLogLevel: String = "warning"
+    ) throws {
         directory = NSTemporaryDirectory() + "canopy-bench-cluster-" + UUID().uuidString
         self.lease = lease
         self.replicate = replicate
+        self.nodeArguments = nodeArguments
+        self.nodeLogLevel = nodeLogLevel
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         interruptCleanup = InterruptCleanup(directory: directory)
         let ports = try (0..<9).map { _ in try Self.freePort() }
@@ -202,9 +211,9 @@ final class BenchCluster {
             let port = nodePorts[index]
             let child = try FanoutChild.startServe(
                 arguments: [
-                    "--port", "\(port)", "--data", data[index], "--log-level", "warning", "--cluster", natsURLs,
+                    "--port", "\(port)", "--data", data[index], "--log-level", nodeLogLevel, "--cluster", natsURLs,
                     "--node", name, "--advertise", "http://127.0.0.1:\(port)", "--lease", "\(lease)",
-                ] + (replicate ? ["--replicate"] : []), name: name, logFile: directory + "/\(name).log", timeoutSeconds: 60)
+                ] + (replicate ? ["--replicate"] : []) + nodeArguments, name: name, logFile: directory + "/\(name).log", timeoutSeconds: 60)
             nodes[index] = child
             interruptCleanup.add(child.pid)
         }

@@ -16,10 +16,12 @@ import CanopyCore
 import CanopyNet
 import Foundation
 
-/// `canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--listeners <n>] [--messages <n>]`.
+/// `canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--long-log <n>] [--listeners <n>]
+/// [--messages <n>]`.
 struct ClusterBenchmark {
     static let usage = """
-        canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--listeners <n>] [--messages <n>]
+        canopy bench cluster [--writes <n>] [--clients <n>[,<n>...]] [--lease <ms>] [--long-log <n>] [--listeners <n>]
+                             [--messages <n>]
           Starts 3 nats-server with JetStream (from PATH or /usr/sbin; Debian package nats-server), 3 `canopy serve
           --cluster` nodes of this binary and a single-node `canopy serve --sync full`, on loopback ports in a
           temporary directory, all removed at exit. Durable writes to one namespace: REST keep-alive PUTs of a
@@ -30,6 +32,9 @@ struct ClusterBenchmark {
           killed (kill -9), retrying on the other nodes (following a 307 if one answers with it);
           the ms from the kill to the first write acknowledged by the new owner, with the nodes' --lease (default
           6000), and a check that every acknowledged write is present afterwards (exit 1 if one is missing).
+          Then a claim after a long log, on two fresh clusters: --long-log sequential writes (default 5000; 0
+          skips it) to one namespace, its owner killed, and the new owner's time to load it, without snapshots
+          and with --snapshot-batches a fifth of the log (read from a snapshot, the log after it replayed).
           Then fan-out, on a fresh cluster whose nodes run with --replicate: --listeners (default 1500, at most
           9000; 0 skips the phase) listen on one location, one writer sends --messages acknowledged writes of
           ~100 B (default 1000) to the owner; the listeners all on the single node, all on the owner, then spread
@@ -43,6 +48,7 @@ struct ClusterBenchmark {
     var lease = 6_000
     var listeners = 1_500
     var messages = 1_000
+    var longLog = 5_000
     /// A client core busier than this during a row is reported as saturated: the client bounds the figure.
     static let saturatedCoreShare = 0.9
     static let throughputNamespace = "benchcluster"
@@ -61,6 +67,7 @@ struct ClusterBenchmark {
                     throw UsageError(message: "--listeners must be 0 (no fan-out phase) or at least 3 (one per node)")
                 }
             case "--messages": messages = try arguments.int(for: option, in: 1...1_000_000)
+            case "--long-log": longLog = try arguments.int(for: option, in: 0...1_000_000)
             default: throw .unknownOption(option, command: "bench cluster")
             }
         }
@@ -96,6 +103,11 @@ struct ClusterBenchmark {
         }
         FanoutChild.raiseOpenFileLimit(to: max(clientCounts.max() ?? 1, listeners) * 2 + 1_024)
         let failoverMissing = try writesAndFailover(natsServer: natsServer)
+        var claimsComplete = true
+        if longLog > 0 {
+            print("")
+            claimsComplete = try ClusterClaim.run(natsServer: natsServer, lease: lease, batches: longLog)
+        }
         var exact = true
         if listeners > 0 {
             print("")
@@ -105,6 +117,9 @@ struct ClusterBenchmark {
         }
         if failoverMissing > 0 {
             throw CommandFailure("\(failoverMissing) acknowledged writes are missing after the failover")
+        }
+        if !claimsComplete {
+            throw CommandFailure("acknowledged writes are missing after a claim of a long log")
         }
         if !exact {
             throw CommandFailure("a fan-out round did not deliver every write to every listener once, in order")

@@ -25,7 +25,8 @@ struct Serve: Command {
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
                      [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]
-                      [--cluster-rest proxy|redirect] [--replicate]]
+                      [--cluster-rest proxy|redirect] [--replicate]
+                      [--snapshot-batches <n>] [--snapshot-log-mib <MiB>]]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
           --data         data directory: one SQLite file per namespace, secrets (default ./canopy-data)
@@ -93,6 +94,10 @@ struct Serve: Command {
           --replicate    serve namespaces other nodes own from a replica fed by their log (reads and listens
                          here, writes forwarded to the owner and acknowledged once applied here), so one
                          event's listeners can be spread over every node
+          --snapshot-batches  an owner snapshots a namespace into NATS after this many log messages (default
+                         10000; 0: never by count), then trims its log below the snapshot before
+          --snapshot-log-mib  or once the log since its last snapshot holds this many MiB (default 64; 0: never
+                         by size)
 
         Every option can be given as an environment variable instead: --max-connections as CANOPY_MAX_CONNECTIONS,
         --data as CANOPY_DATA, and so on (CANOPY_ + the name in capitals, '-' as '_'). An option on the command line
@@ -110,6 +115,8 @@ struct Serve: Command {
     private var clusterNode: String?
     private var clusterAdvertise: String?
     private var clusterLease: Int?
+    private var snapshotBatches: Int?
+    private var snapshotLogMiB: Int?
     private var clusterRedirectsREST = false
     private var clusterReplicates = false
 
@@ -127,6 +134,7 @@ struct Serve: Command {
         ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
         ("--max-longpoll-pending", false), ("--cluster", false), ("--node", false), ("--advertise", false),
         ("--lease", false), ("--cluster-rest", false), ("--replicate", true),
+        ("--snapshot-batches", false), ("--snapshot-log-mib", false),
     ]
 
     /// The environment variable of `option`: `--max-connections` → `CANOPY_MAX_CONNECTIONS`.
@@ -187,11 +195,17 @@ struct Serve: Command {
             else { throw UsageError(message: "--advertise: '\(advertise)' is not an http:// or https:// URL") }
             var cluster = ClusterConfiguration(servers: servers, node: node, advertise: advertise)
             if let clusterLease { cluster.leaseMilliseconds = clusterLease }
+            if let snapshotBatches { cluster.snapshotBatches = snapshotBatches }
+            if let snapshotLogMiB { cluster.snapshotBytes = snapshotLogMiB << 20 }
             cluster.proxiesREST = !clusterRedirectsREST
             cluster.replicates = clusterReplicates
             configuration.cluster = cluster
-        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST || clusterReplicates {
-            throw UsageError(message: "--node, --advertise, --lease, --cluster-rest and --replicate need --cluster")
+        } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST
+            || clusterReplicates || snapshotBatches != nil || snapshotLogMiB != nil
+        {
+            throw UsageError(
+                message: "--node, --advertise, --lease, --cluster-rest, --replicate, --snapshot-batches and "
+                    + "--snapshot-log-mib need --cluster")
         }
         // One address must not be able to take every session (Architecture.md#Bounded-resources).
         guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
@@ -211,6 +225,8 @@ struct Serve: Command {
         case "--advertise": clusterAdvertise = try arguments.value(for: option)
         case "--lease": clusterLease = try arguments.int(for: option, in: 1000...600_000)
         case "--replicate": clusterReplicates = true
+        case "--snapshot-batches": snapshotBatches = try arguments.int(for: option, in: 0...100_000_000)
+        case "--snapshot-log-mib": snapshotLogMiB = try arguments.int(for: option, in: 0...1_048_576)
         case "--cluster-rest":
             let mode = try arguments.value(for: option)
             guard mode == "proxy" || mode == "redirect" else {

@@ -20,13 +20,20 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
     let logDirectory: String
     let redirectREST: Bool
     let replicate: Bool
+    let extraArguments: [String]
 
     /// Starts NATS and `count` Canopy nodes (`c1`, `c2`, …) with a short lease so failovers are quick.
     /// - Parameter redirectREST: nodes answer REST for namespaces they do not own with `307` instead of proxying.
     /// - Parameter replicate: nodes serve namespaces they do not own from replicas (`--replicate`).
-    init(count: Int = 3, lease: Int = 3000, redirectREST: Bool = false, replicate: Bool = false) throws {
+    /// - Parameter started: how many of the nodes start now (the others with `start(_:)` later).
+    /// - Parameter extraArguments: more `canopy serve` options for every node.
+    init(
+        count: Int = 3, lease: Int = 3000, redirectREST: Bool = false, replicate: Bool = false, started: Int? = nil,
+        extraArguments: [String] = []
+    ) throws {
         self.redirectREST = redirectREST
         self.replicate = replicate
+        self.extraArguments = extraArguments
         nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
         self.lease = lease
         ports = try (0..<count).map { _ in try freeLoopbackPort() }
@@ -45,7 +52,7 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
                 try FileManager.default.copyItem(atPath: directories[0] + "/" + file, toPath: directory + "/" + file)
             }
         }
-        for index in 1..<count { try start(index) }
+        for index in 1..<(started ?? count) { try start(index) }
     }
 
     deinit { stop() }
@@ -60,7 +67,7 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
             extraArguments: [
                 "--cluster", nats.urls, "--node", "c\(index + 1)", "--advertise", "http://127.0.0.1:\(ports[index])",
                 "--lease", "\(lease)",
-            ] + (redirectREST ? ["--cluster-rest", "redirect"] : []) + (replicate ? ["--replicate"] : []),
+            ] + (redirectREST ? ["--cluster-rest", "redirect"] : []) + (replicate ? ["--replicate"] : []) + extraArguments,
             logFile: logDirectory + "/c\(index + 1).log",
             baseArguments: [
                 "--port", "\(ports[index])", "--data", directories[index], "--log-level", "notice",
@@ -95,7 +102,9 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
 
     /// The node whose log says it claimed `ns` last (with replicas every node answers reads itself).
     func claimant(of ns: String) -> Int? {
-        nodes.indices.filter { log($0).contains("event=cluster.claimed") && log($0).contains("ns=\(ns)\n") }.first
+        nodes.indices.filter { index in
+            log(index).split(separator: "\n").contains { $0.contains("event=cluster.claimed") && $0.contains(" ns=\(ns) ") }
+        }.first
     }
 
     /// A REST request sent to node `index`, following `307` redirects to the owner (re-sending the credential,

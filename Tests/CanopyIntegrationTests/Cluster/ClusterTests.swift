@@ -253,7 +253,7 @@ struct ClusterTests {
 }
 
 /// Polls a blocking `condition` for up to `timeout` seconds.
-private func poll(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
+func poll(timeout: TimeInterval = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if condition() { return true }
