@@ -119,6 +119,9 @@ public final class NATSConnection: @unchecked Sendable {
 
     // MARK: Publishing
 
+    /// The largest message the server accepts (`max_payload` of its `INFO`, headers included; 1 MiB before one).
+    public var maxPayload: Int { lock.locked { info?.maxPayload ?? 1 << 20 } }
+
     /// Publishes a message (with `headers`: HPUB).
     /// - Throws: ``NATSError/payloadTooLarge(size:maximum:)`` past the server's `max_payload`;
     ///   ``NATSError/notConnected`` if the connection is down longer than `reconnectTimeout`.

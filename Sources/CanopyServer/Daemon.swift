@@ -106,7 +106,9 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         node.onLeaseLost = { loop.execute { bound.value?.deposeAll(reason: "this node's cluster lease was lost") } }
         node.start()
         clusterNode = node
-        logger.notice("cluster.joined", ["node": cluster.node, "advertise": cluster.advertise])
+        logger.notice(
+            "cluster.joined",
+            ["node": cluster.node, "advertise": cluster.advertise, "lease_ms": "\(node.configuration.leaseMilliseconds)"])
     }
 
     /// Performs one write as the admin on `namespace` of a data directory that no daemon serves (offline

@@ -100,8 +100,8 @@ final class ServerContext {
         if names.isEmpty, let name = try? namespaceName(request, params: [:]) { names = [name] }
         // Cluster mode: a replica answers reads and listens; every other request goes to the owner.
         if registry.cluster != nil, request.method != "GET", request.path != "/.ws", request.path != "/.lp",
-            let name = names.first, let namespace = registry.open[name], namespace.replica != nil,
-            let owner = namespace.replicaOwnerURL
+            let name = names.first, let namespace = registry.open[name], let replica = namespace.replica,
+            let owner = replica.currentOwnerURL.withLock({ $0 }) ?? namespace.replicaOwnerURL
         {
             return redirect(request, responder, to: owner)
         }

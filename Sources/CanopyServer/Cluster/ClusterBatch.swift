@@ -12,6 +12,7 @@
 //   {"v":1,"rules":"<rules source>"}
 
 import CanopyCore
+import CanopyNATS
 
 /// One decoded log message.
 enum ClusterBatch {
@@ -124,4 +125,93 @@ enum ClusterBatch {
 struct ClusterBatchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = "malformed log message: " + description }
+}
+
+// MARK: - Batches in parts
+
+/// A batch larger than one NATS message, stored as consecutive log messages (Cluster.md#Large-batches).
+///
+/// Each part carries a slice of the batch's bytes and the headers `Canopy-Part: <i>/<n>` and `Canopy-Batch: <id>`
+/// (the first part's message id). Every part is fenced on the one before it like any append, so parts are
+/// consecutive in the subject. A reader joins the parts and applies the batch when its last part arrives, at that
+/// part's sequence: a batch applies whole or not at all. Parts that are not followed by the rest of their batch
+/// (the owner died or lost NATS between two parts, so the batch was never acknowledged) are dropped when the next
+/// whole message or first part arrives, and at the end of a replay.
+enum BatchParts {
+    static let partHeader = "Canopy-Part"
+    static let batchHeader = "Canopy-Batch"
+    /// Room left in each message for the NATS and JetStream headers.
+    static let headerRoom = 4096
+
+    /// `payload` cut into slices of at most `limit` bytes (one slice when it fits).
+    static func split(_ payload: [UInt8], limit: Int) -> [ArraySlice<UInt8>] {
+        let size = Swift.max(1, limit)
+        guard payload.count > size else { return [payload[...]] }
+        return stride(from: 0, to: payload.count, by: size).map { payload[$0..<Swift.min($0 + size, payload.count)] }
+    }
+
+    /// The `Canopy-Part` header value.
+    static func label(_ index: Int, of count: Int) -> String { "\(index)/\(count)" }
+
+    /// Parses `i/n` (0 ≤ i < n).
+    static func parse(_ value: String) -> (index: Int, count: Int)? {
+        let pieces = value.split(separator: "/", omittingEmptySubsequences: false)
+        guard pieces.count == 2, let index = Int(pieces[0]), let count = Int(pieces[1]), count > 1, index >= 0,
+            index < count
+        else { return nil }
+        return (index, count)
+    }
+}
+
+/// Joins a subject's log messages into batches, in sequence order (one per reader).
+struct BatchAssembler {
+    private var batch: String?
+    private var expected = 0
+    private var count = 0
+    private var bytes: [UInt8] = []
+    /// Parts dropped because their batch was never completed (for the log).
+    private(set) var droppedParts = 0
+
+    /// The message's content: the decoded batch for a whole message or a batch's last part, or an empty batch for
+    /// a part that is not the last (or one that belongs to no complete batch), so the reader still moves past its
+    /// sequence.
+    /// - Throws: `ClusterBatchError` for a whole message or joined batch that does not decode, or a malformed
+    ///   part header.
+    mutating func take(headers: NATSHeaders?, payload: [UInt8]) throws(ClusterBatchError) -> ClusterBatch {
+        guard let label = headers?[BatchParts.partHeader] else {
+            dropPending()
+            return try ClusterBatch.decode(payload)
+        }
+        guard let (index, total) = BatchParts.parse(label), let id = headers?[BatchParts.batchHeader] else {
+            throw ClusterBatchError("a part with a malformed \(BatchParts.partHeader) header '\(label)'")
+        }
+        if index == 0 {
+            dropPending()
+            batch = id
+            count = total
+            expected = 1
+            bytes = payload
+        } else if batch == id, count == total, expected == index {
+            bytes += payload
+            expected += 1
+        } else {
+            dropPending()
+            droppedParts += 1
+            return .operations([])
+        }
+        guard expected == count else { return .operations([]) }
+        let joined = bytes
+        batch = nil
+        bytes = []
+        return try ClusterBatch.decode(joined)
+    }
+
+    /// Drops the parts of a batch that was never completed (at the end of a replay).
+    mutating func dropPending() {
+        if batch != nil { droppedParts += expected }
+        batch = nil
+        bytes = []
+        expected = 0
+        count = 0
+    }
 }

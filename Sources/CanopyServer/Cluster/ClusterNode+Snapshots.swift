@@ -121,6 +121,13 @@ extension ClusterNode {
             js, stream: stream, filterSubject: subject, start: .sequence(state.applied + 1),
             heartbeat: .milliseconds(500))
         defer { consumer.stop() }
+        var parts = BatchAssembler()
+        defer {
+            parts.dropPending()
+            if parts.droppedParts > 0 {
+                logger.notice("cluster.parts_dropped", ["subject": subject, "parts": "\(parts.droppedParts)"])
+            }
+        }
         while state.applied < last {
             guard let message = consumer.next(timeout: .seconds(10)) else {
                 throw ClusterError("reading \(subject) stalled at sequence \(state.applied) of \(last)")
@@ -129,7 +136,9 @@ extension ClusterNode {
             if message.streamSequence > last { break }
             let sequence = message.streamSequence
             try Self.checkChain(message.headers, sequence: sequence, after: state.applied, subject: subject)
-            state.apply(try ClusterBatch.decode(message.payload), sequence: sequence, bytes: message.payload.count)
+            state.apply(
+                try parts.take(headers: message.headers, payload: message.payload), sequence: sequence,
+                bytes: message.payload.count)
         }
     }
 

@@ -21,6 +21,9 @@ public struct ClusterConfiguration: Sendable {
     public var advertise: String
     /// How long a node's lease lives without renewal (its namespaces move after it); renewed every quarter.
     public var leaseMilliseconds = 6_000
+    /// Whether `leaseMilliseconds` was given (`--lease`): a node that was not told adopts the cluster's lease
+    /// (`canopy_cluster/config`); one told another lease than the cluster's refuses to join.
+    public var leaseIsExplicit = false
     /// Log streams `CANOPY_LOG_<k>`; fixed when the cluster is created (`canopy_cluster/config`).
     public var logStreams = 8
     /// Copies of every stream and bucket (3: losing one NATS server loses nothing).
@@ -123,7 +126,7 @@ final class ClusterNode: @unchecked Sendable {
         guard ClusterConfiguration.isValidNodeName(configuration.node) else {
             throw ClusterError("invalid node name '\(configuration.node)': use 1 to 63 letters, digits, '_' or '-'")
         }
-        self.configuration = configuration
+        var configuration = configuration
         var options = NATSOptions(servers: configuration.servers)
         options.name = "canopy-" + configuration.node
         options.reconnectTimeout = .seconds(8)
@@ -131,12 +134,17 @@ final class ClusterNode: @unchecked Sendable {
         let js = JetStream(connection, timeout: .seconds(4))
         self.connection = connection
         self.js = js
-        let lease = Duration.milliseconds(configuration.leaseMilliseconds)
         let replicas = configuration.replicas
+        let stored = try Self.retrying(for: .seconds(20)) { try Self.storedConfiguration(js, mine: configuration) }
+        let shared = try Self.agreed(configuration, stored)
+        configuration.leaseMilliseconds = shared.leaseMilliseconds
+        self.configuration = configuration
+        let lease = Duration.milliseconds(configuration.leaseMilliseconds)
+        let logStreams = configuration.logStreams
         (nodes, owners) = try Self.retrying(for: .seconds(20)) {
             let nodes = try KeyValue.create(js, bucket: "canopy_nodes", history: 1, ttl: lease, replicas: replicas)
             let owners = try KeyValue.create(js, bucket: "canopy_owners", history: 1, replicas: replicas)
-            for k in 0..<configuration.logStreams {
+            for k in 0..<logStreams {
                 var config = JetStreamStreamConfig(
                     name: Self.streamName(k), subjects: ["canopy.log.\(k).*"], replicas: replicas)
                 config.allowDirect = true
@@ -147,6 +155,81 @@ final class ClusterNode: @unchecked Sendable {
             return (nodes, owners)
         }
         try register()
+    }
+
+    /// What every node of a cluster must agree on, kept in `canopy_cluster/config` by the first node that joined.
+    struct SharedConfiguration: Equatable {
+        var leaseMilliseconds: Int
+        var logStreams: Int
+        var replicas: Int
+
+        var json: JSONValue {
+            .object([
+                JSONMember("v", .int(1)), JSONMember("leaseMs", .int(Int64(leaseMilliseconds))),
+                JSONMember("logStreams", .int(Int64(logStreams))), JSONMember("replicas", .int(Int64(replicas))),
+            ])
+        }
+
+        init(leaseMilliseconds: Int, logStreams: Int, replicas: Int) {
+            self.leaseMilliseconds = leaseMilliseconds
+            self.logStreams = logStreams
+            self.replicas = replicas
+        }
+
+        init?(_ bytes: [UInt8]) {
+            guard let json = try? JSONValue.parse(bytes), json["v"]?.int64Value == 1,
+                let lease = json["leaseMs"]?.int64Value, let streams = json["logStreams"]?.int64Value,
+                let replicas = json["replicas"]?.int64Value
+            else { return nil }
+            self.init(leaseMilliseconds: Int(lease), logStreams: Int(streams), replicas: Int(replicas))
+        }
+
+        var description: String { "lease \(leaseMilliseconds) ms, \(logStreams) log streams, \(replicas) replicas" }
+    }
+
+    /// This node's configuration as the cluster shares it.
+    static func shared(_ configuration: ClusterConfiguration) -> SharedConfiguration {
+        SharedConfiguration(
+            leaseMilliseconds: configuration.leaseMilliseconds, logStreams: configuration.logStreams,
+            replicas: configuration.replicas)
+    }
+
+    /// The cluster's shared configuration, created from this node's when it is the first to join.
+    /// - Throws: `ClusterError` when the stored record cannot be read, or NATS's error.
+    static func storedConfiguration(_ js: JetStream, mine configuration: ClusterConfiguration) throws
+        -> SharedConfiguration
+    {
+        let bucket = try KeyValue.create(js, bucket: "canopy_cluster", history: 1, replicas: configuration.replicas)
+        let mine = shared(configuration)
+        var text: [UInt8] = []
+        mine.json.write(into: &text)
+        do {
+            _ = try bucket.create("config", text)
+            return mine
+        } catch KeyValueError.keyExists {
+            guard let entry = try bucket.entry("config"), let stored = SharedConfiguration(entry.value) else {
+                throw ClusterError("canopy_cluster/config in NATS is not a configuration this version can read")
+            }
+            return stored
+        }
+    }
+
+    /// What this node runs with: the cluster's configuration, which must be its own, except for a lease it was
+    /// not told (`--lease`), which it adopts.
+    /// - Throws: `ClusterError` naming both when they differ.
+    static func agreed(_ configuration: ClusterConfiguration, _ stored: SharedConfiguration) throws
+        -> SharedConfiguration
+    {
+        let mine = shared(configuration)
+        var wanted = mine
+        if !configuration.leaseIsExplicit { wanted.leaseMilliseconds = stored.leaseMilliseconds }
+        guard wanted == stored else {
+            throw ClusterError(
+                "this node's settings (\(mine.description)) differ from the cluster's (\(stored.description), in "
+                    + "canopy_cluster/config since its first node joined): start it with --lease "
+                    + "\(stored.leaseMilliseconds), or without --lease to take the cluster's")
+        }
+        return stored
     }
 
     /// Starts the lease renewal and the watch of nodes and owners.

@@ -121,13 +121,40 @@ final class NamespaceLog: @unchecked Sendable {
         }
     }
 
+    /// Stores `payload` in the log, as one message or, past the servers' `max_payload`, as consecutive parts
+    /// (`BatchParts`); the sequence of its last message.
     private func appendNow(_ payload: [UInt8]) -> Result<UInt64, LogFailure> {
-        let last = state.applied
         if let reason = deposedReason.withLock({ $0 }) { return .failure(.deposed(reason)) }
         counter += 1
         let id = "\(node.name).\(epoch).\(counter)"
-        var headers = NATSHeaders()
-        headers.set("Canopy-Epoch", String(epoch))
+        let parts = BatchParts.split(payload, limit: node.js.connection.maxPayload - BatchParts.headerRoom)
+        var last = state.applied
+        for (index, part) in parts.enumerated() {
+            var headers = NATSHeaders()
+            headers.set("Canopy-Epoch", String(epoch))
+            var messageID = id
+            if parts.count > 1 {
+                headers.set(BatchParts.partHeader, BatchParts.label(index, of: parts.count))
+                headers.set(BatchParts.batchHeader, id)
+                messageID = id + ".p\(index)"
+            }
+            switch appendMessage(part, id: messageID, headers: headers, after: last) {
+            case .success(let sequence):
+                last = sequence
+            case .failure(let failure):
+                // The parts stored so far stay in the log, a batch never completed that readers drop; the next
+                // append is fenced after them. The tree as the log holds it is unchanged.
+                state.applied = last
+                return .failure(failure)
+            }
+        }
+        return .success(last)
+    }
+
+    /// Appends one message fenced on `last`, retrying with its message id while NATS does not answer.
+    private func appendMessage(_ payload: ArraySlice<UInt8>, id: String, headers: NATSHeaders, after last: UInt64)
+        -> Result<UInt64, LogFailure>
+    {
         let options = JetStreamPublishOptions(
             messageID: id, expectedLastSubjectSequence: last, expectedStream: stream, headers: headers)
         let deadline = monotonicNanoseconds() + Self.retryNanoseconds
@@ -146,7 +173,7 @@ final class NamespaceLog: @unchecked Sendable {
                 return .failure(.deposed(reason))
             } catch NATSError.payloadTooLarge(let size, let maximum) {
                 return .failure(
-                    .failed("a batch of \(size) bytes exceeds the NATS servers' max_payload (\(maximum))"))
+                    .failed("a message of \(size) bytes exceeds the NATS servers' max_payload (\(maximum))"))
             } catch {
                 lastError = "\(error)"
             }

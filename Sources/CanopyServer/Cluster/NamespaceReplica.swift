@@ -27,6 +27,9 @@ final class NamespaceReplica: @unchecked Sendable {
     var applied: UInt64
     /// Writers waiting for the tree to reach a sequence (loop only).
     var waiters: [(sequence: UInt64, run: () -> Void)] = []
+    /// The owner's advertised URL as read after the last takeover marker in the log (nil before one): where REST
+    /// requests other than reads are sent. Without it a replica kept sending them to an owner that had died.
+    let currentOwnerURL = Mutex<String?>(nil)
 
     init(node: ClusterNode, namespace: String, stream: String, subject: String, applied: UInt64) {
         self.node = node
@@ -45,6 +48,7 @@ final class NamespaceReplica: @unchecked Sendable {
                     node.js, stream: stream, filterSubject: subject, start: .sequence(from), heartbeat: .seconds(1))
                 defer { consumer.stop() }
                 var seen = from - 1
+                var parts = BatchAssembler()
                 while !stopped.load(ordering: .relaxed) {
                     guard let message = consumer.next(timeout: .milliseconds(500)) else { continue }
                     guard message.streamSequence > seen else { continue }
@@ -54,7 +58,13 @@ final class NamespaceReplica: @unchecked Sendable {
                     try ClusterNode.checkChain(
                         message.headers, sequence: message.streamSequence, after: seen, subject: subject)
                     seen = message.streamSequence
-                    deliver(seen, try ClusterBatch.decode(message.payload))
+                    // A part that is not a batch's last is delivered as an empty batch: the replica's tree
+                    // changes only with the whole batch, and writers waiting for this sequence still go on.
+                    let batch = try parts.take(headers: message.headers, payload: message.payload)
+                    if case .takeover = batch, let url = try? node.ownerURL(of: namespace) {
+                        currentOwnerURL.withLock { $0 = url }
+                    }
+                    deliver(seen, batch)
                 }
             } catch {
                 if !stopped.load(ordering: .relaxed) { failed("\(error)") }

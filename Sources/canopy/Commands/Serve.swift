@@ -87,7 +87,9 @@ struct Serve: Command {
                          sent to it (README.md#Cluster). --node and --advertise are then required
           --node         this node's name in the cluster, unique (letters, digits, '_' or '-')
           --advertise    the URL clients reach this node at (http://host:port); redirects name it
-          --lease        milliseconds a dead node keeps its namespaces before others take them (default 6000)
+          --lease        milliseconds a dead node keeps its namespaces before others take them (default 6000;
+                         the first node's is the cluster's: without --lease a node takes it, with another
+                         value it refuses to join)
           --cluster-rest  REST and SSE requests for a namespace another node owns: proxy (default: forwarded to
                          the owner, credential included) or redirect (307 to the owner; most HTTP clients then
                          drop the Authorization header, as the port changes)
@@ -194,7 +196,10 @@ struct Serve: Command {
                 !ClusterConfiguration.host(of: advertise).isEmpty
             else { throw UsageError(message: "--advertise: '\(advertise)' is not an http:// or https:// URL") }
             var cluster = ClusterConfiguration(servers: servers, node: node, advertise: advertise)
-            if let clusterLease { cluster.leaseMilliseconds = clusterLease }
+            if let clusterLease {
+                cluster.leaseMilliseconds = clusterLease
+                cluster.leaseIsExplicit = true
+            }
             if let snapshotBatches { cluster.snapshotBatches = snapshotBatches }
             if let snapshotLogMiB { cluster.snapshotBytes = snapshotLogMiB << 20 }
             cluster.proxiesREST = !clusterRedirectsREST

@@ -27,14 +27,15 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
     /// - Parameter replicate: nodes serve namespaces they do not own from replicas (`--replicate`).
     /// - Parameter started: how many of the nodes start now (the others with `start(_:)` later).
     /// - Parameter extraArguments: more `canopy serve` options for every node.
+    /// - Parameter maxPayload: the NATS servers' `max_payload`.
     init(
         count: Int = 3, lease: Int = 3000, redirectREST: Bool = false, replicate: Bool = false, started: Int? = nil,
-        extraArguments: [String] = []
+        extraArguments: [String] = [], maxPayload: String = "8MB"
     ) throws {
         self.redirectREST = redirectREST
         self.replicate = replicate
         self.extraArguments = extraArguments
-        nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: 8MB")
+        nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: \(maxPayload)")
         self.lease = lease
         ports = try (0..<count).map { _ in try freeLoopbackPort() }
         let root = makeTemporaryDirectory()
