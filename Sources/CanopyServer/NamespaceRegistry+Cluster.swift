@@ -97,6 +97,11 @@ extension NamespaceRegistry {
     private func startReplica(_ namespace: Namespace, _ replica: NamespaceReplica, rules: String?) {
         let name = namespace.name
         namespace.onReplicatedRules = { [weak namespace] source in namespace.map { Self.applyRules(source, to: $0) } }
+        namespace.onOwnerUnavailable = { [weak self, weak namespace] reason in
+            // Only this replica: after the first drop, the name may already be served by a new one.
+            guard let self, let namespace, self.open[name] === namespace else { return }
+            self.dropReplica(name, reason: "a forwarded write found no owner: \(reason)")
+        }
         if let rules { Self.applyRules(rules, to: namespace) } else { namespace.policy = defaultPolicy }
         namespace.forwarder = cluster?.forwarder(for: name, credential: clusterCredential)
         let loop = self.loop
@@ -119,7 +124,8 @@ extension NamespaceRegistry {
         }
     }
 
-    /// Stops serving a replica (its owner changed to this node, or its log cannot be read): its sessions are
+    /// Stops serving a replica (its owner changed to this node, its log cannot be read, or a forwarded write
+    /// found no owner): its sessions are
     /// reset, and the next request claims or replicates it again.
     func dropReplica(_ name: String, reason: String) {
         guard let namespace = open[name], let replica = namespace.replica else { return }

@@ -362,4 +362,32 @@ struct ClusterReplicaTests {
         }
         for db in databases { await db.close() }
     }
+
+    /// A write made at a replica while the owner is dead is not failed (a Firebase SDK takes a failure as final
+    /// and drops the write): the replica resets its sessions, and the client resends the write until the new
+    /// owner takes it. Found with the Firebase JS SDK (Tests/interop/jssdk).
+    @Test(.timeLimit(.minutes(2))) func aWriteAtAReplicaWhileTheOwnerIsDeadReachesTheNewOwner() async throws {
+        let cluster = try CanopyCluster(replicate: true)
+        defer { cluster.stop() }
+        let ns = "failover-at-replica"
+        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
+        let owner = try #require(cluster.claimant(of: ns))
+        let replicaNode = (owner + 1) % 3
+        let db = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: cluster.admin)
+        let recorder = SnapshotRecorder(db.ref("agenda/talk"))
+        #expect(await eventually { recorder.last == "opening" })
+        #expect(cluster.log(replicaNode).contains("event=cluster.replica "))
+        cluster.kill9(owner)
+        // At once: the owner's lease is still there, so the forwarded write meets a dead node.
+        try await db.ref("agenda/talk").setValue("during failover").synced()
+        #expect(recorder.last == "during failover")
+        #expect(cluster.log(replicaNode).contains("event=cluster.replica_dropped"))
+        for index in 0..<3 where index != owner {  // the other replica follows the new owner's log
+            #expect(poll(timeout: 20) {
+                (try? cluster.request("GET", "/agenda/talk.json?ns=\(ns)", via: index, timeout: 5))?.json
+                    == "during failover"
+            }, "c\(index + 1)")
+        }
+        await db.close()
+    }
 }
