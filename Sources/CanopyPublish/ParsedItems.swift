@@ -11,9 +11,12 @@
 import CanopyCore
 import Synchronization
 
-/// Parsed items by node identity. Thread-safe.
+/// Parsed items by node identity, and the last publish's memo. Thread-safe.
 public final class ParsedItems: Sendable {
     private let items = Mutex<[ObjectIdentifier: ContentItem]>([:])
+    /// The last publish's fan-out and facts (see PublishMemo).
+    private let memo = Mutex<PublishMemo?>(nil)
+    private let incremental = Atomic<Int>(0)
 
     /// An empty cache.
     public init() {}
@@ -37,6 +40,26 @@ public final class ParsedItems: Sendable {
     func replace(with next: [ObjectIdentifier: ContentItem]) {
         items.withLock { $0 = next }
     }
+
+    /// Takes the memo of the last publish out (nil if none): a publish owns it while computing, so it can change
+    /// it in place; one computed at the same time finds none and computes in full.
+    func takeMemo() -> PublishMemo? {
+        memo.withLock { memo in
+            defer { memo = nil }
+            return memo
+        }
+    }
+
+    /// Keeps `memo`, that of the publish just computed, for the next one.
+    func keep(_ new: PublishMemo) {
+        memo.withLock { $0 = new }
+    }
+
+    /// Counts a publish computed from the memo.
+    func countIncremental() { incremental.add(1, ordering: .relaxed) }
+
+    /// How many publishes were computed from the memo rather than in full (tests).
+    var incrementalPublishes: Int { incremental.load(ordering: .relaxed) }
 
     /// How many items are kept (tests).
     public var count: Int { items.withLock { $0.count } }

@@ -104,12 +104,86 @@ public enum PublishEngine {
     )
         throws(PublishError) -> [(path: Path, node: Node)]
     {
-        let fan = try fanOut(pending: content, settings: PublishSettings(root: root), cache: cache)
-        var out = derivedWrites(root: root, fanOut: fan)
+        let settings = PublishSettings(root: root)
+        let items = try parseItems(content, cache: cache)
+        var memo: PublishMemo
+        var touched = PublishMemo.Touched()
+        if var last = cache?.takeMemo(), let changed = last.update(to: items, settings: settings) {
+            memo = last
+            touched = changed
+            cache?.countIncremental()
+        } else {
+            memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
+        }
+        var out = derivedWrites(root: root, memo: &memo, touched: touched)
         childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
         out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))
         out += PublishHistory.appendWrites(
             root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf)
+        cache?.keep(memo)
+        return out
+    }
+
+    /// The writes that turn every derived location's `content` into `memo`'s fan-out, in `derivedWrites`'
+    /// order. Only the locations in `touched`, those the memo cannot vouch for, and those with no node vouched
+    /// for are compared in full (see PublishMemo); `memo` records what was found equal, and what was written.
+    static func derivedWrites(root: Node, memo: inout PublishMemo, touched: PublishMemo.Touched)
+        -> [(path: Path, node: Node)]
+    {
+        var out: [(path: Path, node: Node)] = []
+        let stored = root.node(at: PublishLayout.publicContent)
+        if touched.publicContent || memo.verifiedPublic !== stored {
+            if differs(stored, memo.fan.publicContent) {
+                childWrites(at: PublishLayout.publicContent, old: stored, new: memo.fan.publicContent, into: &out)
+                memo.verifiedPublic = nil
+            } else {
+                memo.verifiedPublic = stored
+            }
+        }
+        let families: [(Path, (String) -> Path)] = [
+            (PublishLayout.users, PublishLayout.userContent), (PublishLayout.tiers, PublishLayout.tierContent),
+            (PublishLayout.groups, PublishLayout.groupContent),
+        ]
+        for (f, (parent, contentPath)) in families.enumerated() {
+            let existing = root.node(at: parent)
+            let buckets = memo.buckets(f)
+            var consider = touched.ids[f].union(memo.unverified[f])
+            // The family's children in tree order, walked beside those of the last walk: a child still the very
+            // node found equal then is vouched for; one that is new, changed or gone is compared in full. A
+            // merge by key order, so no child's key is hashed.
+            let last = memo.walked[f]
+            var walked: [PublishMemo.Walked] = []
+            walked.reserveCapacity(existing.childCount)
+            var i = 0
+            for (id, node) in existing.children {
+                var vouched = false
+                while i < last.count {
+                    if sameKey(last[i].key, id) {
+                        vouched = last[i].vouched && last[i].node === node
+                        i += 1
+                        break
+                    }
+                    guard compareKeys(last[i].key, id) < 0 else { break }
+                    consider.insert(JSONKey(last[i].key))  // gone from the tree
+                    i += 1
+                }
+                if !vouched { consider.insert(JSONKey(id)) }
+                walked.append(PublishMemo.Walked(key: id, node: node, vouched: vouched))
+            }
+            for gone in last[i...] { consider.insert(JSONKey(gone.key)) }
+            for key in consider.sorted(by: { compareKeys($0.string, $1.string) < 0 }) {
+                let id = key.string
+                let old = existing.child(id).child(PublishLayout.contentKey)
+                let new = buckets[id] ?? [:]
+                let equal = !differs(old, new)
+                if !equal {
+                    childWrites(at: contentPath(id), old: old, new: new, into: &out)
+                }
+                if equal || new.isEmpty { memo.unverified[f].remove(key) } else { memo.unverified[f].insert(key) }
+                if let at = PublishMemo.position(of: id, in: walked) { walked[at].vouched = equal }
+            }
+            memo.walked[f] = walked
+        }
         return out
     }
 
@@ -209,6 +283,27 @@ public enum PublishEngine {
     static func childWrites(at path: Path, old: Node, new: Node, into out: inout [(path: Path, node: Node)]) {
         if new.isLeaf || new.priority != nil {
             if !same(old, new) { out.append((path, new)) }
+            return
+        }
+        if old.hasChildren, old.priority == nil, new.hasChildren {
+            // Both in key order: walked side by side, so no key is hashed and nothing is copied.
+            var olds = old.children.makeIterator()
+            var news = new.children.makeIterator()
+            var o = olds.next()
+            var n = news.next()
+            while o != nil || n != nil {
+                if let a = o, let b = n, sameKey(a.key, b.key) {
+                    if !same(a.node, b.node) { out.append((path.child(b.key), b.node)) }
+                    o = olds.next()
+                    n = news.next()
+                } else if let a = o, n == nil || compareKeys(a.key, n!.key) < 0 {
+                    out.append((path.child(a.key), .empty))
+                    o = olds.next()
+                } else if let b = n {
+                    out.append((path.child(b.key), b.node))
+                    n = news.next()
+                }
+            }
             return
         }
         var items: [String: Node] = [:]
