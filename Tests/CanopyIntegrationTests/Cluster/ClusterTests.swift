@@ -280,15 +280,23 @@ extension JSONValue {
 
 @Suite(.serialized, .enabled(if: NATSTestCluster.binary != nil, "nats-server is not installed"))
 struct ClusterReplicaTests {
+    /// A `--replicate` cluster whose namespace `ns` holds `agenda/talk = "opening"`; its owner and a replica node.
+    private func replicatedAgenda(_ ns: String) throws -> (cluster: CanopyCluster, owner: Int, replica: Int) {
+        let cluster = try CanopyCluster(replicate: true)
+        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
+        guard let owner = cluster.claimant(of: ns) else {
+            cluster.stop()
+            throw HTTPClientError("no node claimed \(ns)")
+        }
+        return (cluster, owner, (owner + 1) % 3)
+    }
+
     /// With `--replicate`, every node serves the namespace: listeners on all three, writes from a replica's client
     /// forwarded to the owner and acknowledged after the replica shows them, REST reads answered locally.
     @Test func listenersSpreadOverEveryNodeAndReplicaWritesComeBackBeforeTheirAck() async throws {
-        let cluster = try CanopyCluster(replicate: true)
-        defer { cluster.stop() }
         let ns = "keynote"
-        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
-        let owner = try #require(cluster.claimant(of: ns))
-        let replicaNode = (owner + 1) % 3
+        let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
+        defer { cluster.stop() }
         var databases: [Database] = []
         var recorders: [SnapshotRecorder] = []
         for index in 0..<3 {
@@ -369,12 +377,9 @@ struct ClusterReplicaTests {
     /// and drops the write): the replica resets its sessions, and the client resends the write until the new
     /// owner takes it. Found with the Firebase JS SDK (Tests/interop/jssdk).
     @Test(.timeLimit(.minutes(2))) func aWriteAtAReplicaWhileTheOwnerIsDeadReachesTheNewOwner() async throws {
-        let cluster = try CanopyCluster(replicate: true)
-        defer { cluster.stop() }
         let ns = "failover-at-replica"
-        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
-        let owner = try #require(cluster.claimant(of: ns))
-        let replicaNode = (owner + 1) % 3
+        let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
+        defer { cluster.stop() }
         let db = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: cluster.admin)
         let recorder = SnapshotRecorder(db.ref("agenda/talk"))
         #expect(await eventually { recorder.last == "opening" })
