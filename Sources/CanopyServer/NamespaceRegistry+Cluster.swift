@@ -79,12 +79,10 @@ extension NamespaceRegistry {
         } else {
             redirects[name] = nil
         }
-        loaded(name, result)
-        if case .success(let tree) = result, let replica = tree.replica, let namespace = open[name],
-            namespace.replica === replica
-        {
-            startReplica(namespace, replica, rules: replicaRules)
-            return
+        // A replica gets its rules before the requests that waited for it are served (they would meet the
+        // deny-all policy it starts with: the first read of a new replica was refused, even to the admin).
+        loaded(name, result) { namespace in
+            if let replica = namespace.replica { startReplica(namespace, replica, rules: replicaRules) }
         }
         guard case .success(let tree) = result, let log = tree.log else { return }
         let loop = self.loop

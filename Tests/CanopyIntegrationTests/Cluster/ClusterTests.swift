@@ -380,6 +380,11 @@ struct ClusterReplicaTests {
         let ns = "failover-at-replica"
         let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
         defer { cluster.stop() }
+        // The first request of a node that holds no replica yet opens one: it is answered under the log's rules
+        // (it was refused, even to the admin, while the replica still had the deny-all policy it starts with).
+        let fresh = try #require((0..<3).first { $0 != owner && $0 != 0 })
+        let first = try cluster.request("GET", "/agenda/talk.json?ns=\(ns)", via: fresh)
+        #expect(first.status == 200 && first.json == "opening")
         let db = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: cluster.admin)
         let recorder = SnapshotRecorder(db.ref("agenda/talk"))
         #expect(await eventually { recorder.last == "opening" })
