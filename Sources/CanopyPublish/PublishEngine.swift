@@ -106,12 +106,20 @@ public enum PublishEngine {
     {
         let settings = PublishSettings(root: root)
         let items = try parseItems(content, cache: cache)
-        var memo: PublishMemo
         var touched = PublishMemo.Touched()
-        if var last = cache?.takeMemo(), let changed = last.update(to: items, settings: settings) {
-            memo = last
-            touched = changed
-            cache?.countIncremental()
+        var incremental: PublishMemo?
+        if let cache, var last = cache.takeMemo() {
+            if let changed = last.update(to: items, settings: settings) {
+                incremental = consume last
+                touched = changed
+                cache.countIncremental()
+            } else {
+                cache.discard(consume last)
+            }
+        }
+        var memo: PublishMemo
+        if let taken = incremental.take() {
+            memo = taken
         } else {
             memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
         }
@@ -148,6 +156,7 @@ public enum PublishEngine {
             let existing = root.node(at: parent)
             let buckets = memo.buckets(f)
             var consider = touched.ids[f].union(memo.unverified[f])
+            if memo.fresh { consider.formUnion(buckets.keys.map(JSONKey.init)) }
             // The family's children in tree order, walked beside those of the last walk: a child still the very
             // node found equal then is vouched for; one that is new, changed or gone is compared in full. A
             // merge by key order, so no child's key is hashed.
@@ -171,19 +180,26 @@ public enum PublishEngine {
                 walked.append(PublishMemo.Walked(key: id, node: node, vouched: vouched))
             }
             for gone in last[i...] { consider.insert(JSONKey(gone.key)) }
+            var at = 0  // in `walked`, which is in key order too
             for key in consider.sorted(by: { compareKeys($0.string, $1.string) < 0 }) {
                 let id = key.string
+                while at < walked.count, compareKeys(walked[at].key, id) < 0 { at += 1 }
                 let old = existing.child(id).child(PublishLayout.contentKey)
                 let new = buckets[id] ?? [:]
                 let equal = !differs(old, new)
                 if !equal {
                     childWrites(at: contentPath(id), old: old, new: new, into: &out)
                 }
-                if equal || new.isEmpty { memo.unverified[f].remove(key) } else { memo.unverified[f].insert(key) }
-                if let at = PublishMemo.position(of: id, in: walked) { walked[at].vouched = equal }
+                if !equal && !new.isEmpty {
+                    memo.unverified[f].insert(key)
+                } else if !memo.unverified[f].isEmpty {
+                    memo.unverified[f].remove(key)
+                }
+                if at < walked.count, sameKey(walked[at].key, id) { walked[at].vouched = equal }
             }
             memo.walked[f] = walked
         }
+        memo.fresh = false
         return out
     }
 

@@ -40,6 +40,8 @@ struct PublishMemo: Sendable {
     /// Per family: ids the fan-out gives content that no stored node is vouched for (written by the last
     /// publish, or never compared): compared in full by the next publish even when absent from the tree.
     var unverified: [Set<JSONKey>]
+    /// Nothing is known about the tree yet: every id of the fan-out is compared (as if all were `unverified`).
+    var fresh = true
 
     /// A memo of a fully computed fan-out, with nothing known about the tree yet.
     init(settings: PublishSettings, items: [ContentItem], fan: FanOut) {
@@ -53,10 +55,7 @@ struct PublishMemo: Sendable {
         usedKeys = keys
         self.fan = fan
         walked = Array(repeating: [], count: Self.familyCount)
-        unverified = [
-            Set(fan.users.keys.map(JSONKey.init)), Set(fan.tiers.keys.map(JSONKey.init)),
-            Set(fan.groups.keys.map(JSONKey.init)),
-        ]
+        unverified = Array(repeating: [], count: Self.familyCount)
     }
 
     /// A child of a family node (`<family>/<id>`) as a publish saw it.
@@ -68,19 +67,6 @@ struct PublishMemo: Sendable {
         /// Whether `node`'s `content` was found to hold exactly the fan-out's bucket for `key` (nothing, when
         /// the fan-out has none).
         var vouched: Bool
-    }
-
-    /// The index of `key` in `walked` (in key order), if there.
-    static func position(of key: String, in walked: [Walked]) -> Int? {
-        var low = 0
-        var high = walked.count
-        while low < high {
-            let mid = (low + high) / 2
-            let order = compareKeys(walked[mid].key, key)
-            if order == 0 { return sameKey(walked[mid].key, key) ? mid : nil }
-            if order < 0 { low = mid + 1 } else { high = mid }
-        }
-        return nil
     }
 
     /// The fan-out's buckets of family `f`.
