@@ -182,9 +182,9 @@ public final class HTTPClient {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(portNumber.bigEndian)
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+        do { address.sin_addr = try Self.ipv4Address(of: host) } catch {
             Glibc.close(socketFD)
-            throw HTTPClientError("'\(host)' is not an IPv4 address")
+            throw error
         }
         var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
@@ -225,6 +225,32 @@ public final class HTTPClient {
         fd = socketFD
         buffer = []
         if let tls { try startTLS(tls) }
+    }
+
+    /// The IPv4 address of `host`: an address literal as it is, `localhost` and every `*.localhost` name the
+    /// loopback address without asking the resolver (RFC 6761 §6.3; glibc without nss-myhostname knows only
+    /// `localhost` itself, and a cluster's nodes may advertise `s-node1.localhost`, Cluster.md), any other name
+    /// its first IPv4 address from getaddrinfo.
+    /// - Throws: `HTTPClientError` naming the host when it has no IPv4 address.
+    static func ipv4Address(of host: String) throws -> in_addr {
+        var address = in_addr()
+        if inet_pton(AF_INET, host, &address) == 1 { return address }
+        let name = host.lowercased()
+        if name == "localhost" || name.hasSuffix(".localhost") || name.hasSuffix(".localhost.") {
+            _ = inet_pton(AF_INET, "127.0.0.1", &address)
+            return address
+        }
+        var hints = addrinfo()
+        hints.ai_family = AF_INET
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, nil, &hints, &list)
+        guard rc == 0, let first = list, let found = first.pointee.ai_addr else {
+            if let list { freeaddrinfo(list) }
+            throw HTTPClientError("cannot resolve '\(host)' to an IPv4 address (getaddrinfo \(rc))")
+        }
+        defer { freeaddrinfo(list) }
+        return found.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
     }
 
     private func startTLS(_ context: TLSClientContext) throws {

@@ -109,6 +109,11 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         logger.notice(
             "cluster.joined",
             ["node": cluster.node, "advertise": cluster.advertise, "lease_ms": "\(node.configuration.leaseMilliseconds)"])
+        if !ClusterConfiguration.host(of: cluster.advertise).lowercased().hasPrefix("s-") {
+            // The JS SDK forgets a host it was sent to only if it begins with `s-`: reset to this node, its
+            // clients would retry it until their page is reloaded once it dies (Cluster.md#How-a-client-reaches-its-node).
+            logger.warning("cluster.advertise_not_cacheable", ["advertise": cluster.advertise])
+        }
     }
 
     /// Performs one write as the admin on `namespace` of a data directory that no daemon serves (offline

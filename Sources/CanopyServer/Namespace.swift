@@ -55,6 +55,9 @@ public final class Namespace {
     var replicaOwnerURL: String?
     /// A replica read new rules from the log.
     var onReplicatedRules: ((String) -> Void)?
+    /// A replica's forwarded write found no owner to take it (`ForwardOutcome.ownerUnavailable`): the registry
+    /// drops the replica, resetting its sessions so that their clients resend their writes.
+    var onOwnerUnavailable: ((String) -> Void)?
     /// Creates the file of a new namespace on a store thread and calls back there with the open store.
     private let openStore: (@escaping @Sendable (Result<NamespaceStore, StoreError>) -> Void) -> Void
     let loop: EventLoop

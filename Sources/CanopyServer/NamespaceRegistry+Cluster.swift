@@ -82,12 +82,10 @@ extension NamespaceRegistry {
         } else {
             redirects[name] = nil
         }
-        loaded(name, result)
-        if case .success(let tree) = result, let replica = tree.replica, let namespace = open[name],
-            namespace.replica === replica
-        {
-            startReplica(namespace, replica, rules: replicaRules)
-            return
+        // A replica gets its rules before the requests that waited for it are served (they would meet the
+        // deny-all policy it starts with: the first read of a new replica was refused, even to the admin).
+        loaded(name, result) { namespace in
+            if let replica = namespace.replica { startReplica(namespace, replica, rules: replicaRules) }
         }
         guard case .success(let tree) = result, let log = tree.log else { return }
         let loop = self.loop
@@ -100,6 +98,11 @@ extension NamespaceRegistry {
     private func startReplica(_ namespace: Namespace, _ replica: NamespaceReplica, rules: String?) {
         let name = namespace.name
         namespace.onReplicatedRules = { [weak namespace] source in namespace.map { Self.applyRules(source, to: $0) } }
+        namespace.onOwnerUnavailable = { [weak self, weak namespace] reason in
+            // Only this replica: after the first drop, the name may already be served by a new one.
+            guard let self, let namespace, self.open[name] === namespace else { return }
+            self.dropReplica(name, reason: "a forwarded write found no owner: \(reason)")
+        }
         if let rules { Self.applyRules(rules, to: namespace) } else { namespace.policy = defaultPolicy }
         namespace.forwarder = cluster?.forwarder(for: name, credential: clusterCredential)
         let loop = self.loop
@@ -122,7 +125,8 @@ extension NamespaceRegistry {
         }
     }
 
-    /// Stops serving a replica (its owner changed to this node, or its log cannot be read): its sessions are
+    /// Stops serving a replica (its owner changed to this node, its log cannot be read, or a forwarded write
+    /// found no owner): its sessions are
     /// reset, and the next request claims or replicates it again.
     func dropReplica(_ name: String, reason: String) {
         guard let namespace = open[name], let replica = namespace.replica else { return }

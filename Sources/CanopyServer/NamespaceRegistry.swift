@@ -187,7 +187,10 @@ public final class NamespaceRegistry {
         var ownerURL: String? = nil
     }
 
-    func loaded(_ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>) {
+    /// A load finished: the namespace is registered and `prepare`d, then every request waiting for it goes on.
+    func loaded(
+        _ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>, prepare: (Namespace) -> Void = { _ in }
+    ) {
         let entry = loading.removeValue(forKey: name) ?? Loading()
         let outcome: Result<Namespace, NamespaceUnavailable>
         switch result {
@@ -199,6 +202,7 @@ public final class NamespaceRegistry {
             namespace.replicaOwnerURL = tree.ownerURL
             if tree.replica != nil { namespace.policy = DenyAllPolicy() }  // until the log's rules are applied
             register(namespace)
+            prepare(namespace)
             outcome = .success(namespace)
         case .failure(let error):
             switch error {

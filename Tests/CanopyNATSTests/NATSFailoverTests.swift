@@ -137,12 +137,14 @@ final class BadServer: @unchecked Sendable {
         options.reconnect = false
         let connection = try NATSConnection(options: options)
         defer { connection.close() }
-        let subscription = try connection.subscribe("a")
+        // The bad bytes follow the PONG of the handshake at once: the reader may have dropped the connection
+        // before this subscribes (which then throws `closed`).
+        let subscription = try? connection.subscribe("a")
         let deadline = Date().addingTimeInterval(10)
         while connection.connectionStatus != .closed && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         #expect(connection.connectionStatus == .closed)
         #expect(connection.lastError == .protocolViolation(expected))
-        #expect(subscription.next(timeout: .milliseconds(10)) == nil)
+        #expect(subscription?.next(timeout: .milliseconds(10)) == nil)
         #expect(throws: NATSError.closed) { try connection.publish("a", payload: []) }
     }
 

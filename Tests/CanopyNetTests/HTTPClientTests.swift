@@ -80,6 +80,22 @@ extension Array where Element: Equatable {
         #expect(response.status == 200 && response.text == "hello")
     }
 
+    /// A cluster node advertised by name (`s-node1.localhost`, Cluster.md) is reached by the proxy: localhost
+    /// names are the loopback address without the resolver (which here knows only `localhost` itself).
+    @Test(arguments: ["s-node1.localhost", "S-Node2.LocalHost", "localhost", "127.0.0.1"])
+    func namesAreResolved(host: String) throws {
+        let server = try CannedResponseServer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        defer { server.stop() }
+        let response = try HTTPClient(host: host, port: server.port, timeoutSeconds: 5).request("GET", "/")
+        #expect(response.status == 200 && response.text == "ok")
+    }
+
+    @Test func aNameWithoutAnAddressIsAnErrorNamingIt() {
+        #expect(throws: HTTPClientError.self) {
+            try HTTPClient(host: "no-such-host.invalid", port: 80, timeoutSeconds: 5).request("GET", "/")
+        }
+    }
+
     @Test(arguments: ["http://127.0.0.1:99999", "http://127.0.0.1:-1", "http://127.0.0.1:0", "http://h:65536/x"])
     func portsOutsideTheRangeAreRefused(url: String) {
         #expect(throws: HTTPClientError.self) { try HTTPClient(url: url) }

@@ -28,9 +28,14 @@ def free_port():
 
 
 class Cluster:
-    def __init__(self):
+    """Three nats-server and three `canopy serve --cluster` nodes `c0`..`c2`. `advertise` is each node's
+    `--advertise` URL, formatted with `{i}` (the node's index) and `{port}`; `extra` is added to every node's
+    command line (`--replicate`); `emulator=False` runs them without `--emulator`, so only signed tokens count."""
+
+    def __init__(self, advertise="http://127.0.0.1:{port}", extra=(), emulator=True):
         self.dir = tempfile.mkdtemp(prefix="canopy-cluster-")
         self.procs = []
+        self.nodes = []
         client, route = [free_port() for _ in range(3)], [free_port() for _ in range(3)]
         routes = ", ".join(f'"nats://127.0.0.1:{p}"' for p in route)
         for i in range(3):
@@ -52,15 +57,19 @@ class Cluster:
                 for name in ("signing.key", "admin.credential"):
                     shutil.copy(os.path.join(self.dir, "c0", name), os.path.join(data, name))
             proc = subprocess.Popen(
-                [BIN, "serve", "--port", str(port), "--data", data, "--emulator", "--log-level", "warning",
-                 "--cluster", nats, "--node", f"c{i}", "--advertise", f"http://127.0.0.1:{port}"],
+                [BIN, "serve", "--port", str(port), "--data", data, "--log-level", "warning",
+                 *(["--emulator"] if emulator else []), *extra,
+                 "--cluster", nats, "--node", f"c{i}", "--advertise", advertise.format(i=i, port=port)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             self.procs.append(proc)
+            self.nodes.append(proc)
             for _ in range(50):
                 line = proc.stdout.readline()
                 if not line or re.search(r"serving http://", line):
                     break
             self.urls.append(f"http://127.0.0.1:{port}")
+        with open(os.path.join(self.dir, "c0", "admin.credential")) as f:
+            self.admin = f.read().strip()
 
     def stop(self):
         for proc in reversed(self.procs):
@@ -93,9 +102,19 @@ def app_on(url, ns):
         options={"databaseURL": f"{url}?ns={ns}", "projectId": "canopy-interop"}, name=name)
 
 
-def test_every_node_serves_every_namespace_to_firebase_admin(cluster):
+@pytest.fixture(scope="module")
+def named_cluster():
+    """Nodes advertised by name, as the JS SDK needs for failover (Cluster.md): the proxy resolves them."""
+    c = Cluster(advertise="http://s-c{i}.localhost:{port}")
+    yield c
+    c.stop()
+
+
+@pytest.mark.parametrize("which", ["cluster", "named_cluster"])
+def test_every_node_serves_every_namespace_to_firebase_admin(which, request):
     import firebase_admin
     from firebase_admin import db
+    cluster = request.getfixturevalue(which)
     ns = "cluster-" + uuid.uuid4().hex[:8]
     apps = [app_on(url, ns) for url in cluster.urls]
     try:

@@ -560,7 +560,7 @@ final class ClusterNode: @unchecked Sendable {
             claimQueue.async {
                 do {
                     guard let url = try self.ownerURL(of: namespace) else {
-                        return done(.refused(status: 503, message: "the namespace has no live owner", current: nil))
+                        return done(.ownerUnavailable("the namespace has no live owner"))
                     }
                     let host = ClusterConfiguration.host(of: url)
                     guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) else {
@@ -572,6 +572,9 @@ final class ClusterNode: @unchecked Sendable {
                         method, target, headers: headers + [("Authorization", "Bearer " + credential)], body: body)
                     guard response.status == 200 else {
                         let json = try? JSONValue.parse(response.body)
+                        if response.status == 503 {  // past its lease, or the namespace is moving
+                            return done(.ownerUnavailable(json?["error"]?.stringValue ?? response.text))
+                        }
                         return done(
                             .refused(
                                 status: response.status, message: json?["error"]?.stringValue ?? response.text,
@@ -580,7 +583,7 @@ final class ClusterNode: @unchecked Sendable {
                     let sequence = try self.js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
                     done(.stored(sequence))
                 } catch {
-                    done(.refused(status: 503, message: "the owner did not answer: \(error)", current: nil))
+                    done(.ownerUnavailable("the owner did not answer: \(error)"))
                 }
             }
         }

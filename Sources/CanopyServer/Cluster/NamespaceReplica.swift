@@ -169,6 +169,13 @@ extension Namespace {
                             resolved: .null)
                         completion(.success(WriteReceipt(before: before, built: built)))
                     }
+                case .ownerUnavailable(let reason):
+                    // Not the write's fault, and maybe not final: the owner died or is being replaced. Failing it
+                    // would make the client drop it (a Firebase SDK takes a failure as final); the sessions are
+                    // reset instead (before this answer, which then reaches no one), so their clients reconnect
+                    // and resend every unacknowledged write, as the owner's own clients do when it is fenced.
+                    bound.value?.onOwnerUnavailable?(reason)
+                    completion(.failure(.storageFailed))
                 case .refused(let status, let message, let current):
                     switch status {
                     case 401, 403: completion(.failure(.permissionDenied(reason: "the owner refused: \(message)")))
@@ -206,6 +213,8 @@ enum ForwardOutcome: Sendable {
     case stored(UInt64)
     /// Refused (or failed) with this HTTP status, message and, for 412, the current value.
     case refused(status: Int, message: String, current: JSONValue?)
+    /// Not answered: no live owner, no answer from it, or its 503 (past its lease, the namespace moving).
+    case ownerUnavailable(String)
 }
 
 /// Sends a forwarded write to the owner: method, target, headers, body; answers off the loop.

@@ -102,6 +102,8 @@ struct ClusterTests {
         #expect(recorder.last == "hi from the client")
         let read = try cluster.request("GET", "/greeting.json?ns=\(ns)", via: owner)
         #expect(read.json == "hi from the client" && read.node == owner)
+        // These nodes advertise IP literals, which the JS SDK never forgets once reset to them: each says so.
+        #expect(cluster.log(owner).contains("event=cluster.advertise_not_cacheable"))
         await db.close()
     }
 
@@ -278,15 +280,23 @@ extension JSONValue {
 
 @Suite(.serialized, .enabled(if: NATSTestCluster.binary != nil, "nats-server is not installed"))
 struct ClusterReplicaTests {
+    /// A `--replicate` cluster whose namespace `ns` holds `agenda/talk = "opening"`; its owner and a replica node.
+    private func replicatedAgenda(_ ns: String) throws -> (cluster: CanopyCluster, owner: Int, replica: Int) {
+        let cluster = try CanopyCluster(replicate: true)
+        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
+        guard let owner = cluster.claimant(of: ns) else {
+            cluster.stop()
+            throw HTTPClientError("no node claimed \(ns)")
+        }
+        return (cluster, owner, (owner + 1) % 3)
+    }
+
     /// With `--replicate`, every node serves the namespace: listeners on all three, writes from a replica's client
     /// forwarded to the owner and acknowledged after the replica shows them, REST reads answered locally.
     @Test func listenersSpreadOverEveryNodeAndReplicaWritesComeBackBeforeTheirAck() async throws {
-        let cluster = try CanopyCluster(replicate: true)
-        defer { cluster.stop() }
         let ns = "keynote"
-        #expect(try cluster.request("PUT", "/agenda.json?ns=\(ns)", body: #"{"talk":"opening"}"#, via: 0).status == 200)
-        let owner = try #require(cluster.claimant(of: ns))
-        let replicaNode = (owner + 1) % 3
+        let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
+        defer { cluster.stop() }
         var databases: [Database] = []
         var recorders: [SnapshotRecorder] = []
         for index in 0..<3 {
@@ -361,5 +371,35 @@ struct ClusterReplicaTests {
             #expect(await eventually(timeout: 20) { recorder.last == "after failover" }, "listener on c\(index + 1)")
         }
         for db in databases { await db.close() }
+    }
+
+    /// A write made at a replica while the owner is dead is not failed (a Firebase SDK takes a failure as final
+    /// and drops the write): the replica resets its sessions, and the client resends the write until the new
+    /// owner takes it. Found with the Firebase JS SDK (Tests/interop/jssdk).
+    @Test(.timeLimit(.minutes(2))) func aWriteAtAReplicaWhileTheOwnerIsDeadReachesTheNewOwner() async throws {
+        let ns = "failover-at-replica"
+        let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
+        defer { cluster.stop() }
+        // The first request of a node that holds no replica yet opens one: it is answered under the log's rules
+        // (it was refused, even to the admin, while the replica still had the deny-all policy it starts with).
+        let fresh = try #require((0..<3).first { $0 != owner && $0 != 0 })
+        let first = try cluster.request("GET", "/agenda/talk.json?ns=\(ns)", via: fresh)
+        #expect(first.status == 200 && first.json == "opening")
+        let db = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: cluster.admin)
+        let recorder = SnapshotRecorder(db.ref("agenda/talk"))
+        #expect(await eventually { recorder.last == "opening" })
+        #expect(cluster.log(replicaNode).contains("event=cluster.replica "))
+        cluster.kill9(owner)
+        // At once: the owner's lease is still there, so the forwarded write meets a dead node.
+        try await db.ref("agenda/talk").setValue("during failover").synced()
+        #expect(recorder.last == "during failover")
+        #expect(cluster.log(replicaNode).contains("event=cluster.replica_dropped"))
+        for index in 0..<3 where index != owner {  // the other replica follows the new owner's log
+            #expect(poll(timeout: 20) {
+                (try? cluster.request("GET", "/agenda/talk.json?ns=\(ns)", via: index, timeout: 5))?.json
+                    == "during failover"
+            }, "c\(index + 1)")
+        }
+        await db.close()
     }
 }
