@@ -105,11 +105,11 @@ export CANOPY_BIN="$PWD/.build/debug/canopy"
     --ignore=Tests/interop/jssdk
 .build/interop-rest-api-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop/rest_api
 
-echo "== browser (Tests/browser: the organiser's console in headless Chromium against canopy serve --demo)"
-# Screenshots of every step land in .build/browser-screenshots/.
 interop_venv .build/browser-venv Tests/browser/requirements.txt
-.build/browser-venv/bin/python -m pytest -q -p no:cacheprovider Tests/browser
-
 echo "== Firebase JS SDK against a cluster (Tests/interop/jssdk; skipped unless CANOPY_FIREBASE_JS_BUNDLE is set)"
 # The SDK is not part of Canopy: Tests/interop/jssdk/build-bundle.sh builds the bundle from a firebase-js-sdk checkout.
 .build/browser-venv/bin/python -m pytest -q -rs -p no:cacheprovider Tests/interop/jssdk
+
+echo "== browser (Tests/browser: the organiser's console in headless Chromium against canopy serve --demo)"
+# Screenshots of every step land in .build/browser-screenshots/.
+.build/browser-venv/bin/python -m pytest -q -p no:cacheprovider Tests/browser

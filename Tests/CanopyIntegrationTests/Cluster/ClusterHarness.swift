@@ -3,6 +3,7 @@
 // operator's nodes do.
 
 import CanopyCore
+import CanopyNATS
 import CanopyNet
 import CanopyTestSupport
 import Foundation
@@ -73,6 +74,15 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
             baseArguments: [
                 "--port", "\(ports[index])", "--data", directories[index], "--log-level", "notice",
             ])
+    }
+
+    /// A NATS connection of the test's own to the cluster's servers, and its JetStream API (to look at the log).
+    func jetStream() throws -> (NATSConnection, JetStream) {
+        var options = NATSOptions(
+            servers: nats.nodes.map { NATSServerAddress(host: "127.0.0.1", port: $0.clientPort) })
+        options.reconnectTimeout = .seconds(8)
+        let connection = try NATSConnection(options: options)
+        return (connection, JetStream(connection, timeout: .seconds(4)))
     }
 
     func kill9(_ index: Int) {

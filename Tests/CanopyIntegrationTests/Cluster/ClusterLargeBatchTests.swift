@@ -44,12 +44,8 @@ struct ClusterLargeBatchTests {
         #expect(recorder.values.allSatisfy { $0 == .null || $0 == big }, "\(recorder.values.count) values")
 
         // In the log as parts: the last message is the last of five or more.
-        var options = NATSOptions(
-            servers: cluster.nats.nodes.map { NATSServerAddress(host: "127.0.0.1", port: $0.clientPort) })
-        options.reconnectTimeout = .seconds(8)
-        let connection = try NATSConnection(options: options)
+        let (connection, js) = try cluster.jetStream()
         defer { connection.close() }
-        let js = JetStream(connection, timeout: .seconds(4))
         let (stream, subject) = ClusterNode.log(of: ns, streams: 8)
         let last = try #require(try js.lastMessage(stream: stream, subject: subject))
         let label = try #require(last.headers?[BatchParts.partHeader])

@@ -34,12 +34,8 @@ struct ClusterSnapshotTrimTests {
         // A third one whose every snapshot is then removed while its log is trimmed: it must refuse service.
         let lost = try #require(
             (1...200).map { "lost\($0)" }.first { ClusterNode.preferredOwner(of: $0, among: ["c1", "c2"]) == owner0 })
-        var options = NATSOptions(
-            servers: cluster.nats.nodes.map { NATSServerAddress(host: "127.0.0.1", port: $0.clientPort) })
-        options.reconnectTimeout = .seconds(8)
-        let connection = try NATSConnection(options: options)
+        let (connection, js) = try cluster.jetStream()
         defer { connection.close() }
-        let js = JetStream(connection, timeout: .seconds(4))
 
         // Each PUT is one batch, one log message: 45 of them make four snapshots and trim the log twice.
         var acknowledged: [String: [Int]] = [trimmed: [], skipped: []]
