@@ -42,18 +42,22 @@ public final class ParsedItems: Sendable {
         items.withLock { $0 = next }
     }
 
-    /// Takes the memo of the last publish out (nil if none): a publish owns it while computing, so it can change
-    /// it in place; one computed at the same time finds none and computes in full.
-    func takeMemo() -> PublishMemo? {
-        memo.withLock { memo in
-            defer { memo = nil }
-            return memo
+    /// The last publish's memo brought to `items`, and what that touched; nil when there is none or the full
+    /// computation must decide (see `PublishMemo.update`). The publish owns the memo while computing, so it
+    /// changes it in place; one computed at the same time finds none and computes in full.
+    func nextMemo(items: [ContentItem], settings: PublishSettings) -> (PublishMemo, PublishMemo.Touched)? {
+        guard var last = memo.withLock({ $0.take() }) else { return nil }
+        guard let touched = last.update(to: items, settings: settings) else {
+            discard(last)
+            return nil
         }
+        incremental.add(1, ordering: .relaxed)
+        return (last, touched)
     }
 
     /// Frees a memo that will not be used, on a background thread: freeing a fan-out of 10,000 attendees' copies
     /// (a dictionary per location) took about a fifth of a full publish's computation.
-    func discard(_ memo: consuming PublishMemo) {
+    private func discard(_ memo: consuming PublishMemo) {
         let doomed = Doomed(memo)
         DispatchQueue.global(qos: .utility).async { doomed.free() }
     }
@@ -62,9 +66,6 @@ public final class ParsedItems: Sendable {
     func keep(_ new: PublishMemo) {
         memo.withLock { $0 = new }
     }
-
-    /// Counts a publish computed from the memo.
-    func countIncremental() { incremental.add(1, ordering: .relaxed) }
 
     /// How many publishes were computed from the memo rather than in full (tests).
     var incrementalPublishes: Int { incremental.load(ordering: .relaxed) }

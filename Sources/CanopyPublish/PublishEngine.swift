@@ -106,20 +106,10 @@ public enum PublishEngine {
     {
         let settings = PublishSettings(root: root)
         let items = try parseItems(content, cache: cache)
-        var touched = PublishMemo.Touched()
-        var incremental: PublishMemo?
-        if let cache, var last = cache.takeMemo() {
-            if let changed = last.update(to: items, settings: settings) {
-                incremental = consume last
-                touched = changed
-                cache.countIncremental()
-            } else {
-                cache.discard(consume last)
-            }
-        }
         var memo: PublishMemo
-        if let taken = incremental.take() {
-            memo = taken
+        var touched = PublishMemo.Touched()
+        if let next = cache?.nextMemo(items: items, settings: settings) {
+            (memo, touched) = next
         } else {
             memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
         }
@@ -132,8 +122,10 @@ public enum PublishEngine {
         return out
     }
 
-    /// The writes that turn every derived location's `content` into `memo`'s fan-out, in `derivedWrites`'
-    /// order. Only the locations in `touched`, those the memo cannot vouch for, and those with no node vouched
+    /// The writes that turn every derived location's `content` into `memo`'s fan-out, item by item where a
+    /// location already holds items (see `childWrites`), the whole `content` where it held nothing, and one
+    /// delete for a user, tier or group that no longer receives anything. Ordered: public, users, tiers, groups,
+    /// ids in key order, items in key order. Only the locations in `touched`, those the memo cannot vouch for, and those with no node vouched
     /// for are compared in full (see PublishMemo); `memo` records what was found equal, and what was written.
     static func derivedWrites(root: Node, memo: inout PublishMemo, touched: PublishMemo.Touched)
         -> [(path: Path, node: Node)]
@@ -203,20 +195,9 @@ public enum PublishEngine {
         return out
     }
 
-    /// The writes that turn every derived location's `content` into `fanOut`'s: item by item where a location
-    /// already holds items (see `childWrites`), the whole `content` where it held nothing, and one delete for a
-    /// user, tier or group that no longer receives anything. Ordered: public, users, tiers, groups, ids in key
-    /// order, items in key order.
-    static func derivedWrites(root: Node, fanOut fan: FanOut) -> [(path: Path, node: Node)] {
-        var out: [(path: Path, node: Node)] = []
-        for location in changedLocations(root: root, fanOut: fan) {
-            childWrites(at: location.path, old: location.old, new: location.new, into: &out)
-        }
-        return out
-    }
-
     /// Every derived location whose `content` differs from `fanOut`'s: its path, its stored node and its new
-    /// items (empty for a user, tier or group that no longer receives anything). Same order as `derivedWrites`.
+    /// items (empty for a user, tier or group that no longer receives anything). Ordered: public, users, tiers,
+    /// groups, ids in key order (the order of `derivedWrites`).
     static func changedLocations(root: Node, fanOut fan: FanOut)
         -> [(path: Path, old: Node, new: [String: Node])]
     {
