@@ -143,9 +143,13 @@ struct WatchCommand: Command {
             case .pendingWrites(let count): screen.pendingWrites = count
             case .content(let content): screen.content = content
             case .failed(let error):
+                await db.close()
                 outcome.finish(.failure(error))
                 break loop
             case .ended:
+                // The stream also ends when a signal closes the database: wait for that close to save the
+                // cache, or the process could exit first and leave the next offline start without it.
+                await db.close()
                 outcome.finish(.success(()))
                 break loop
             }
