@@ -262,10 +262,11 @@ public struct JetStream: Sendable {
     // MARK: Calls
 
     /// One API call: `$JS.API.<suffix>` with `body`; the answer's JSON, or its `error` thrown.
-    public func call(_ suffix: String, _ body: JSONValue?) throws -> JSONValue {
+    /// - Parameter timeout: how long to wait for the answer; nil means ``timeout``.
+    public func call(_ suffix: String, _ body: JSONValue?, timeout: Duration? = nil) throws -> JSONValue {
         var bytes: [UInt8] = []
         body?.write(into: &bytes)
-        let reply = try connection.request("\(apiPrefix).\(suffix)", payload: bytes, timeout: timeout)
+        let reply = try connection.request("\(apiPrefix).\(suffix)", payload: bytes, timeout: timeout ?? self.timeout)
         return try Self.decode(reply)
     }
 

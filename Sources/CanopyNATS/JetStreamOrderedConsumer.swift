@@ -128,7 +128,8 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
 
     // MARK: Server-side consumer
 
-    private func create() throws {
+    /// Creates a consumer, waiting `timeout` (nil: the JetStream's) for the API's answer.
+    private func create(timeout: Duration? = nil) throws {
         let (generation, startAt): (Int, JetStreamDeliverStart) = condition.locked {
             self.generation += 1
             expectedConsumerSequence = 1
@@ -160,7 +161,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
             JSONMember("stream_name", .string(stream)), JSONMember("config", .object(config)),
         ])
         do {
-            _ = try js.call("CONSUMER.CREATE.\(stream)", request)
+            _ = try js.call("CONSUMER.CREATE.\(stream)", request, timeout: timeout)
         } catch {
             subscription.unsubscribe()
             throw error
@@ -173,6 +174,12 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     }
 
     /// Replaces the consumer on the control queue, retrying until it works or the consumer is stopped.
+    ///
+    /// An attempt waits 0.5 s for its answer at first, doubling up to the JetStream's timeout. After a node dies,
+    /// nats-server 2.9 leaves some creates unanswered even once the new metadata and stream leaders are elected
+    /// (seen in NATSFailoverTests: creates sent up to 6 s after both elections got no answer, then one
+    /// succeeded; likely placed on the dead node, still a peer of the stream). With a short first wait such an
+    /// attempt costs half a second, not the whole API timeout.
     private func scheduleReset() {
         let start: Bool = condition.locked {
             guard !resetting && !stopped else { return false }
@@ -183,9 +190,10 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
         guard start else { return }
         control.async { [weak self] in
             var wait = 0.05
+            var attempt = Duration.milliseconds(500)
             while let self {
                 do {
-                    try self.create()
+                    try self.create(timeout: min(attempt, self.js.timeout))
                     self.condition.locked {
                         self.resetting = false
                         self.resets += 1
@@ -198,6 +206,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
                     }
                     if stopped { return }
                 }
+                attempt *= 2
                 Thread.sleep(forTimeInterval: wait)
                 wait = min(wait * 2, 1)
             }
