@@ -22,8 +22,9 @@ func untilAvailable<T>(within: Duration = .seconds(20), _ body: () throws -> T) 
             case .timeout, .noResponders, .notConnected: Thread.sleep(forTimeInterval: 0.1)
             default: throw error
             }
-        } catch let error as JetStreamError where Date() < deadline && error.errorCode == 10074 {
-            Thread.sleep(forTimeInterval: 0.1)  // "insufficient resources": not all peers known yet
+        } catch let error as JetStreamError where Date() < deadline && [10074, 10005].contains(error.errorCode) {
+            // "insufficient resources" or "no suitable peers for placement": not all peers known yet
+            Thread.sleep(forTimeInterval: 0.1)
         }
     }
 }
