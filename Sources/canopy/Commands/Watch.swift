@@ -137,27 +137,26 @@ struct WatchCommand: Command {
         ]
         let terminal = isatty(STDOUT_FILENO) == 1
         var shown: String?
+        var result: Result<Void, any Error> = .success(())
         loop: for await change in changes {
             switch change {
             case .connection(let state): screen.connection = state
             case .pendingWrites(let count): screen.pendingWrites = count
             case .content(let content): screen.content = content
             case .failed(let error):
-                await db.close()
-                outcome.finish(.failure(error))
+                result = .failure(error)
                 break loop
-            case .ended:
-                // The stream also ends when a signal closes the database: wait for that close to save the
-                // cache, or the process could exit first and leave the next offline start without it.
-                await db.close()
-                outcome.finish(.success(()))
-                break loop
+            case .ended: break loop
             }
             let text = screen.render()
             if text != shown { draw(text, terminal: terminal) }  // e.g. the first state and count: one block
             shown = text
         }
         for producer in producers { producer.cancel() }
+        // The stream also ends when a signal closes the database: wait for that close to save the cache, or the
+        // process could exit first and leave the next offline start without it.
+        await db.close()
+        outcome.finish(result)
     }
 
     static func draw(_ text: String, terminal: Bool) {
