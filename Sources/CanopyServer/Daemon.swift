@@ -213,14 +213,47 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         }
     }
 
-    /// Gives `namespace` its rules and, when it holds nothing, the document.
+    /// Gives `namespace` its rules and, when it holds nothing, the document. In cluster mode the rules go through
+    /// the namespace's log first, and the document is written only once they are stored and in force.
     private static func seed(
-        _ namespace: Namespace, document: ExportDocument, rulesSource: String?, context: ServerContext
+        _ namespace: Namespace, document: ExportDocument, rulesSource: String?, context: ServerContext,
+        attempt: Int = 1
     ) throws {
-        if let rulesSource {
-            try context.registry.setRules(
-                rulesSource, compiled: try CompiledRules.compile(source: rulesSource), for: namespace)
+        guard let rulesSource else { return seedDocument(namespace, document: document, context: context) }
+        let compiled = try CompiledRules.compile(source: rulesSource)
+        guard let log = namespace.log else {
+            try context.registry.setRules(rulesSource, compiled: compiled, for: namespace)
+            return seedDocument(namespace, document: document, context: context)
         }
+        // The log holds these rules already (an earlier start): nothing to append.
+        guard namespace.rulesSource != rulesSource else {
+            return seedDocument(namespace, document: document, context: context)
+        }
+        context.registry.setRulesThroughLog(rulesSource, compiled: compiled, for: namespace, log: log) { result in
+            switch result {
+            case .success:
+                context.realtime?.rulesChanged(in: namespace)
+                seedDocument(namespace, document: document, context: context)
+            case .failure(.failed(let reason)) where attempt < seedRulesAttempts:
+                // NATS did not store them within the append's own retries: tried again a little later, while
+                // this node still owns the namespace.
+                let logger = Logger(label: "canopy.server")
+                logger.warning("demo.rules_retry", ["ns": namespace.name, "attempt": "\(attempt)", "error": reason])
+                _ = context.loop.schedule(afterMilliseconds: 2_000) {
+                    guard !namespace.isDeposed else { return }
+                    try? seed(namespace, document: document, rulesSource: rulesSource, context: context, attempt: attempt + 1)
+                }
+            case .failure(let failure):
+                Logger(label: "canopy.server").error(
+                    "demo.failed", ["ns": namespace.name, "error": "its rules are not in the cluster's log: \(failure)"])
+            }
+        }
+    }
+
+    /// How many times the demo's rules are appended before the demo gives up (each append retries for 12 s).
+    static let seedRulesAttempts = 5
+
+    private static func seedDocument(_ namespace: Namespace, document: ExportDocument, context: ServerContext) {
         guard namespace.root.isEmpty else { return }
         let logger = Logger(label: "canopy.server")
         namespace.perform(

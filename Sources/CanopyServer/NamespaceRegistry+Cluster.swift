@@ -114,6 +114,40 @@ extension NamespaceRegistry {
         logger.notice("cluster.replica", ["ns": name, "log_seq": "\(replica.applied)"])
     }
 
+    /// Cluster mode: appends `source` to the owned namespace's log (after the writes before it) and, once it is
+    /// stored, puts it in force here and saves the local copy; `done` runs on the loop. A failed append changes
+    /// nothing: the rules in force stay (Cluster.md#What-is-replicated).
+    func setRulesThroughLog(
+        _ source: String, compiled: CompiledRules, for namespace: Namespace, log: NamespaceLog,
+        _ done: @escaping (Result<Void, LogFailure>) -> Void
+    ) {
+        loop.assertInLoop()
+        namespace.flush()
+        let loop = self.loop
+        let held = LoopHeld((self, namespace, done), loop: loop)
+        log.append(ClusterBatch.encodeRules(source), change: .rules(source)) { result in
+            loop.execute {
+                let (registry, namespace, done) = held.value
+                switch result {
+                case .failure(let failure):
+                    registry.logger.error("cluster.rules_append_failed", ["ns": namespace.name, "error": "\(failure)"])
+                    done(.failure(failure))
+                case .success:
+                    do {
+                        try registry.setRules(source, compiled: compiled, for: namespace)
+                    } catch {
+                        // In the log, so in force: the local file is only a cache of it (the failure is logged).
+                        namespace.policy = RulesPolicy(rules: compiled)
+                        namespace.rulesSource = source
+                        namespace.rulesFailure = nil
+                    }
+                    registry.logger.info("rules.replaced", ["ns": namespace.name])
+                    done(.success(()))
+                }
+            }
+        }
+    }
+
     private static func applyRules(_ source: String, to namespace: Namespace) {
         do {
             namespace.policy = RulesPolicy(rules: try CompiledRules.compile(source: source))

@@ -282,11 +282,8 @@ public final class NamespaceRegistry {
     /// repairs a namespace whose saved rules could not be loaded: service resumes with the new rules.
     ///
     /// - Throws: `RulesFileError` (`.notSaved`) when the file cannot be written; the rules in force stay.
-    /// - Parameter appendToLog: cluster mode: also append the rules to the namespace's log (false when the caller
-    ///   appended them and waited for the log first).
-    func setRules(
-        _ source: String, compiled: CompiledRules, for namespace: Namespace, appendToLog: Bool = true
-    ) throws(RulesFileError) {
+    /// In cluster mode, an owned namespace's rules go through its log first: ``setRulesThroughLog(_:compiled:for:log:_:)``.
+    func setRules(_ source: String, compiled: CompiledRules, for namespace: Namespace) throws(RulesFileError) {
         let file = rulesFile(for: namespace.name)
         do {
             try file.save(source)
@@ -295,17 +292,6 @@ public final class NamespaceRegistry {
             throw error
         }
         if namespace.rulesFailure != nil { logger.notice("rules.repaired", ["ns": namespace.name]) }
-        if appendToLog, let log = namespace.log {
-            // Cluster mode: the rules travel in the log, after the writes made before them, so a node that takes
-            // the namespace over serves them (Cluster.md#What-is-replicated).
-            namespace.flush()
-            let name = namespace.name
-            log.append(ClusterBatch.encodeRules(source), change: .rules(source)) { result in
-                if case .failure(let failure) = result {
-                    Logger(label: "canopy.cluster").error("cluster.rules_append_failed", ["ns": name, "error": "\(failure)"])
-                }
-            }
-        }
         namespace.policy = RulesPolicy(rules: compiled)
         namespace.rulesSource = source
         namespace.rulesFailure = nil

@@ -163,29 +163,16 @@ final class RESTHandler: HTTPHandler {
             if let log = namespace.log {
                 // Cluster mode: acknowledged once in the log (after the writes before it), like a write; only then
                 // saved and put in force here. A failed append changes nothing.
-                namespace.flush()
-                let loop = context.loop
-                let held = LoopHeld((namespace, responder, context), loop: loop)
-                log.append(ClusterBatch.encodeRules(source), change: .rules(source)) { result in
-                    loop.execute {
-                        let (namespace, responder, context) = held.value
-                        guard case .success = result else {
-                            return responder.respond(
-                                HTTPResponse.error(
-                                    status: 503, message: "The rules could not be stored in the cluster's log; the rules in force are unchanged."))
-                        }
-                        do {
-                            try context.registry.setRules(source, compiled: compiled, for: namespace, appendToLog: false)
-                        } catch {
-                            // In the log, so in force: the local copy is only a cache of it.
-                            Logger(label: "canopy.rules").error("rules.save_failed", ["ns": name, "error": "\(error)"])
-                            namespace.policy = RulesPolicy(rules: compiled)
-                            namespace.rulesSource = source
-                            namespace.rulesFailure = nil
-                        }
-                        context.realtime?.rulesChanged(in: namespace)
-                        responder.respond(.json(200, ["status": "ok"]))
+                let held = LoopHeld((responder, context), loop: context.loop)
+                context.registry.setRulesThroughLog(source, compiled: compiled, for: namespace, log: log) { result in
+                    let (responder, context) = held.value
+                    guard case .success = result else {
+                        return responder.respond(
+                            HTTPResponse.error(
+                                status: 503, message: "The rules could not be stored in the cluster's log; the rules in force are unchanged."))
                     }
+                    context.realtime?.rulesChanged(in: namespace)
+                    responder.respond(.json(200, ["status": "ok"]))
                 }
                 return
             }

@@ -6,7 +6,8 @@
 import CanopyClient
 import CanopyCore
 import CanopyNet
-import CanopyServer
+import CanopyNATS
+@testable import CanopyServer
 import CanopyTestSupport
 import Foundation
 import Synchronization
@@ -251,6 +252,54 @@ struct ClusterTests {
         #expect(try anonymous.request("GET", "/private.json?ns=\(ns)").status == 401)
         #expect(try anonymous.request("GET", "/public.json?ns=\(ns)").status == 200)
         #expect(after?["private"]?["admin"]?["content"] == before?["private"]?["admin"]?["pendingContent"])
+    }
+
+    /// `--demo` on every node: the node that claims the demo event stores its rules in the log before its
+    /// document, so a node that takes it over after `kill -9` enforces them with the data.
+    @Test func theDemoEventsRulesAreInTheLogBeforeItsDocument() throws {
+        let cluster = try CanopyCluster(extraArguments: ["--demo"])
+        defer { cluster.stop() }
+        let ns = "canopy-demo-summit"
+        let rules = try String(contentsOfFile: rulesFile("personalized-content.rules.json"), encoding: .utf8)
+        var loaded = false
+        #expect(poll(timeout: 20) {
+            loaded = (try? cluster.request("GET", "/private/admin/pendingContent.json?ns=\(ns)&shallow=true", via: 1))
+                .map { $0.status == 200 && $0.json != nil && $0.json != .null } ?? false
+            return loaded
+        })
+        guard loaded, let owner = cluster.claimant(of: ns) else { return }
+        // The log in order: the claim's takeover marker, the rules once, then the document.
+        let (connection, js) = try cluster.jetStream()
+        defer { connection.close() }
+        let (stream, subject) = ClusterNode.log(of: ns, streams: 8)
+        var kinds: [String] = []
+        var from: UInt64 = 1
+        while let message = try js.firstMessage(stream: stream, subject: subject, from: from) {
+            let json = try JSONValue.parse(message.payload)
+            kinds.append(json["rules"] != nil ? "rules" : json["takeover"] != nil ? "takeover" : "ops")
+            from = message.sequence + 1
+        }
+        #expect(kinds == ["takeover", "rules", "ops"], "the demo event's log: \(kinds)")
+        let first = HTTPClient(host: "127.0.0.1", port: cluster.ports[owner], timeoutSeconds: 5)
+        defer { first.close() }
+        #expect(try first.request("GET", "/.settings/rules.json?ns=\(ns)", headers: cluster.adminHeader).text == rules)
+        cluster.kill9(owner)
+        let survivor = (owner + 1) % 3
+        // The rules text exactly as stored, comments included, from the node that owns the event now.
+        var after: HTTPClientResponse?
+        #expect(poll(timeout: 30) {
+            guard let newOwner = try? cluster.owner(of: ns, asking: survivor) else { return false }
+            let client = HTTPClient(host: "127.0.0.1", port: cluster.ports[newOwner], timeoutSeconds: 5)
+            defer { client.close() }
+            after = try? client.request("GET", "/.settings/rules.json?ns=\(ns)", headers: cluster.adminHeader)
+            return after?.status == 200
+        })
+        #expect(after?.text == rules, "rules on the new owner: \(after?.text ?? "")")
+        let anonymous = HTTPClient(host: "127.0.0.1", port: cluster.ports[survivor], timeoutSeconds: 10)
+        defer { anonymous.close() }
+        #expect(try anonymous.request("GET", "/private/admin.json?ns=\(ns)").status == 401)
+        let pending = try cluster.request("GET", "/private/admin/pendingContent.json?ns=\(ns)&shallow=true", via: survivor)
+        #expect(pending.status == 200 && pending.json != .null)
     }
 }
 
