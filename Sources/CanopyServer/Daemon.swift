@@ -99,7 +99,9 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let node = try ClusterNode(configuration: cluster)
         registry.cluster = node
         registry.clusterCredential = credentials.adminCredential
-        context?.proxy = ClusterProxy(node: cluster.node)
+        let proxy = ClusterProxy(node: cluster.node)
+        context?.proxy = proxy
+        registry.clusterProxy = proxy
         let loop = self.loop
         let bound = LoopBound(registry, loop: loop)
         node.onOrphan = { name in loop.execute { bound.value?.claimOrphan(name) } }

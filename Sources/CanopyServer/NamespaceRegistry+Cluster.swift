@@ -104,7 +104,10 @@ extension NamespaceRegistry {
             self.dropReplica(name, reason: "a forwarded write found no owner: \(reason)")
         }
         if let rules { Self.applyRules(rules, to: namespace) } else { namespace.policy = defaultPolicy }
-        namespace.forwarder = cluster?.forwarder(for: name, credential: clusterCredential)
+        if let cluster, let clusterProxy {
+            namespace.forwarder = cluster.forwarder(
+                for: name, credential: clusterCredential, replica: replica, proxy: clusterProxy)
+        }
         let loop = self.loop
         let target = LoopBound(namespace, loop: loop)
         let registry = LoopBound(self, loop: loop)

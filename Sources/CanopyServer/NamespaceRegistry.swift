@@ -47,6 +47,8 @@ public final class NamespaceRegistry {
     public var onDeposed: ((Namespace) -> Void)?
     /// Cluster mode: the admin credential a replica forwards its writers' writes with.
     var clusterCredential = ""
+    /// Cluster mode: the proxy's threads and keep-alive connections, which a replica's forwarded writes use too.
+    var clusterProxy: ClusterProxy?
 
     /// The requests waiting for one namespace to load.
     struct Loading {

@@ -553,26 +553,34 @@ final class ClusterNode: @unchecked Sendable {
 
     /// Forwards a replica's write to the owner's REST API as the admin (`credential`), the writer's identity in
     /// the target's `auth_variable_override`; on success, the log's last sequence then (the write is at or before
-    /// it). Runs on the claim queue.
-    func forwarder(for namespace: String, credential: String) -> ReplicaForwarder {
+    /// it). Runs on the proxy's threads (`ClusterProxy.runBlocking`) and keep-alive connections to the owner. The
+    /// owner's URL is looked up once and kept in `replica.currentOwnerURL` (which a takeover marker in the log
+    /// replaces), and forgotten when the owner does not answer.
+    func forwarder(for namespace: String, credential: String, replica: NamespaceReplica, proxy: ClusterProxy)
+        -> ReplicaForwarder
+    {
         let (stream, subject) = log(of: namespace)
         return { [self] method, target, headers, body, done in
-            claimQueue.async {
+            proxy.runBlocking { pool in
+                var owner: String?
                 do {
-                    guard let url = try self.ownerURL(of: namespace) else {
+                    let known = replica.currentOwnerURL.withLock { $0 }
+                    guard let url = try known ?? self.ownerURL(of: namespace) else {
                         return done(.ownerUnavailable("the namespace has no live owner"))
                     }
+                    owner = url
+                    if known == nil { replica.currentOwnerURL.withLock { if $0 == nil { $0 = url } } }
                     let host = ClusterConfiguration.host(of: url)
                     guard let colon = host.lastIndex(of: ":"), let port = Int(host[host.index(after: colon)...]) else {
                         return done(.refused(status: 503, message: "the owner's address has no port", current: nil))
                     }
-                    let client = HTTPClient(host: String(host[..<colon]), port: port, timeoutSeconds: 30)
-                    defer { client.close() }
-                    let response = try client.request(
-                        method, target, headers: headers + [("Authorization", "Bearer " + credential)], body: body)
+                    let response = try pool.request(
+                        host: String(host[..<colon]), port: port, method, target,
+                        headers: headers + [("Authorization", "Bearer " + credential)], body: body)
                     guard response.status == 200 else {
                         let json = try? JSONValue.parse(response.body)
                         if response.status == 503 {  // past its lease, or the namespace is moving
+                            Self.forget(url, in: replica)
                             return done(.ownerUnavailable(json?["error"]?.stringValue ?? response.text))
                         }
                         return done(
@@ -583,10 +591,16 @@ final class ClusterNode: @unchecked Sendable {
                     let sequence = try self.js.lastMessage(stream: stream, subject: subject)?.sequence ?? 0
                     done(.stored(sequence))
                 } catch {
+                    if let owner { Self.forget(owner, in: replica) }
                     done(.ownerUnavailable("the owner did not answer: \(error)"))
                 }
             }
         }
+    }
+
+    /// The owner at `url` did not take a forwarded write: the next one looks the owner up again.
+    private static func forget(_ url: String, in replica: NamespaceReplica) {
+        replica.currentOwnerURL.withLock { if $0 == url { $0 = nil } }
     }
 
     /// A held namespace's log was fenced or closed: forget it.

@@ -38,6 +38,14 @@ final class ClusterProxy: Sendable {
         self.pool = pool
     }
 
+    /// Runs blocking work of this node's own towards other nodes (a replica's forwarded write) on the proxy's
+    /// threads, with its pooled connections. Not bounded by `maximumInFlight`: such work is bounded by the
+    /// writers' own sessions, and a job beyond the threads waits for one.
+    func runBlocking(_ job: @escaping @Sendable (ProxyConnectionPool) -> Void) {
+        let pool = self.pool
+        threads.run { job(pool) }
+    }
+
     /// Headers a proxy must not pass on (RFC 9110 §7.6.1), and those it sets itself.
     private static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",

@@ -340,6 +340,37 @@ struct ClusterReplicaTests {
         return (cluster, owner, (owner + 1) % 3)
     }
 
+    /// A replica forwards its clients' writes on keep-alive connections to the owner (the proxy's pool): after
+    /// the first, the owner accepts no new connection however many writes follow, one after another or at once.
+    @Test(.timeLimit(.minutes(2))) func aReplicasForwardedWritesShareConnectionsToTheOwner() async throws {
+        let ns = "pooledwrites"
+        let (cluster, owner, replicaNode) = try replicatedAgenda(ns)
+        defer { cluster.stop() }
+        let db = try clientDatabase(port: cluster.ports[replicaNode], namespace: ns, token: cluster.admin)
+        try await db.ref("agenda/n").setValue(.int(0)).synced()  // opens the first forwarding connection
+        #expect(cluster.log(replicaNode).contains("event=cluster.replica "))
+        let metrics = HTTPClient(host: "127.0.0.1", port: cluster.ports[owner], timeoutSeconds: 10)
+        defer { metrics.close() }
+        func accepted() throws -> Double? {
+            metricSample(
+                try metrics.request("GET", "/.canopy/metrics", headers: cluster.adminHeader).text,
+                "canopy_connections_accepted_total")
+        }
+        let before = try #require(try accepted())
+        for n in 1...20 { try await db.ref("agenda/n").setValue(.int(Int64(n))).synced() }
+        #expect(try accepted() == before, "sequential forwarded writes opened connections to the owner")
+        // Eight at once: up to eight connections, each kept for the next writes.
+        let pending = (0..<8).map { db.ref("agenda/burst/\($0)").setValue(.int(Int64($0))) }
+        for write in pending { try await write.synced() }
+        let afterBurst = try #require(try accepted())
+        #expect(afterBurst - before <= 8)
+        for n in 21...30 { try await db.ref("agenda/n").setValue(.int(Int64(n))).synced() }
+        #expect(try accepted() == afterBurst)
+        let stored = try cluster.request("GET", "/agenda.json?ns=\(ns)", via: owner).json
+        #expect(stored?["n"] == 30 && stored?["burst"]?.objectCount ?? stored?["burst"]?.arrayValue?.count == 8)
+        await db.close()
+    }
+
     /// With `--replicate`, every node serves the namespace: listeners on all three, writes from a replica's client
     /// forwarded to the owner and acknowledged after the replica shows them, REST reads answered locally.
     @Test func listenersSpreadOverEveryNodeAndReplicaWritesComeBackBeforeTheirAck() async throws {
