@@ -73,7 +73,7 @@ let package = Package(
 
         // Test support shared by the client and integration tests (not part of any product).
         .target(
-            name: "CanopyTestSupport", dependencies: ["CanopyClient"], path: "Tests/CanopyTestSupport",
+            name: "CanopyTestSupport", dependencies: ["CanopyClient", "CanopyNet"], path: "Tests/CanopyTestSupport",
             swiftSettings: settings),
 
         tests("CanopyCoreTests", ["CanopyCore"]),

@@ -10,24 +10,9 @@ import Testing
     import Glibc
 #endif
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (for programs that cannot report a kernel-chosen port).
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw HTTPClientError("socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-        }
-    }
-    guard bound else { throw HTTPClientError("bind failed: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+/// A TCP port on 127.0.0.1 that was free a moment ago (for programs that cannot report a kernel-chosen port),
+/// below the ephemeral range so that no outgoing connection takes it before the program binds it.
+func freeLoopbackPort() throws -> Int { try Socket.freeLoopbackPortBelowEphemeralRange() }
 
 @Suite struct PrometheusTests {
     @Test(.timeLimit(.minutes(2))) func prometheusScrapesAndQueriesACounterBack() throws {

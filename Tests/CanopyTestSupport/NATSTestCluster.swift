@@ -5,6 +5,7 @@
 // accepts clients; a JetStream cluster then needs a few seconds more to elect its meta leader, which
 // `waitForJetStream` (in the tests) covers by retrying. Servers are stopped (SIGKILL, then reaped) by `stop()` or when the value is released.
 
+import CanopyNet
 import Foundation
 
 #if canImport(Glibc)
@@ -138,32 +139,7 @@ public final class NATSTestCluster: @unchecked Sendable {
     /// The servers start one after another and dial each other's routes at once. Each dial takes a source port from
     /// the ephemeral range, so a route port picked there can be taken by such a dial before its own server binds it
     /// ("bind: address already in use", seen in CI). No outgoing connection uses a port below that range.
-    static func freePort() throws -> Int {
-        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
-        let ephemeralStart = range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
-        let low = max(1_024, ephemeralStart - 12_000)
-        for _ in 0..<200 {
-            let port = Int.random(in: low..<ephemeralStart)
-            if try bindable(port) { return port }
-        }
-        throw NATSTestClusterError(description: "no free loopback port in \(low)..<\(ephemeralStart)")
-    }
-
-    /// Whether a TCP socket can bind `port` on 127.0.0.1 now.
-    static func bindable(_ port: Int) throws -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw NATSTestClusterError(description: "socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
+    static func freePort() throws -> Int { try Socket.freeLoopbackPortBelowEphemeralRange() }
 
     static func waitForPort(_ port: Int, logFile: String) throws {
         let deadline = Date().addingTimeInterval(10)

@@ -189,3 +189,33 @@ package enum Socket {
         }
     }
 }
+
+extension Socket {
+    /// A loopback TCP port that is free now and lies below the kernel's ephemeral range, for a test or bench to
+    /// hand a child process that binds it later. A port from the ephemeral range (what binding port 0 gives)
+    /// can be taken meanwhile as the local end of an outgoing connection (a NATS route dialling its peers), and
+    /// the child then fails to bind it.
+    /// - Throws: ``NetError`` when no free port is found in 200 tries.
+    package static func freeLoopbackPortBelowEphemeralRange() throws(NetError) -> Int {
+        var ephemeralStart = 32_768
+        let fd = Glibc.open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = Glibc.read(fd, &buffer, buffer.count)
+            Glibc.close(fd)
+            // "32768\t60999\n": the first number is where the range starts.
+            let digits = count > 0 ? buffer[..<count].prefix(while: { $0 >= 0x30 && $0 <= 0x39 }) : []
+            let value = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            if value > 2_048 && value < 65_536 { ephemeralStart = value }
+        }
+        let low = max(1_024, ephemeralStart - 12_000)
+        for _ in 0..<200 {
+            let port = Int.random(in: low..<ephemeralStart)
+            if let probe = try? listen(host: "127.0.0.1", port: port, backlog: 1) {
+                Glibc.close(probe.fd)
+                return port
+            }
+        }
+        throw .system(syscall: "bind", errno: EADDRINUSE)
+    }
+}

@@ -235,11 +235,7 @@ final class BenchCluster {
         }
     }
 
-    private static func freePort() throws -> Int {
-        let probe = try Socket.listen(host: "127.0.0.1", port: 0)
-        Socket.close(probe.fd)
-        return probe.port
-    }
+    private static func freePort() throws -> Int { try Socket.freeLoopbackPortBelowEphemeralRange() }
 }
 
 /// The children's pids and the temporary directory, for the signal handler (which runs on another thread).
