@@ -140,9 +140,7 @@ extension NamespaceRegistry {
                         try registry.setRules(source, compiled: compiled, for: namespace)
                     } catch {
                         // In the log, so in force: the local file is only a cache of it (the failure is logged).
-                        namespace.policy = RulesPolicy(rules: compiled)
-                        namespace.rulesSource = source
-                        namespace.rulesFailure = nil
+                        NamespaceRegistry.putInForce(source, compiled, on: namespace)
                     }
                     registry.logger.info("rules.replaced", ["ns": namespace.name])
                     done(.success(()))
@@ -153,9 +151,7 @@ extension NamespaceRegistry {
 
     private static func applyRules(_ source: String, to namespace: Namespace) {
         do {
-            namespace.policy = RulesPolicy(rules: try CompiledRules.compile(source: source))
-            namespace.rulesSource = source
-            namespace.rulesFailure = nil
+            putInForce(source, try CompiledRules.compile(source: source), on: namespace)
         } catch {
             namespace.policy = DenyAllPolicy()
             namespace.rulesFailure = "The security rules of namespace '\(namespace.name)' in the log are invalid."

@@ -294,6 +294,11 @@ public final class NamespaceRegistry {
             throw error
         }
         if namespace.rulesFailure != nil { logger.notice("rules.repaired", ["ns": namespace.name]) }
+        Self.putInForce(source, compiled, on: namespace)
+    }
+
+    /// Makes `compiled` the rules `namespace` judges by and `source` the text it shows, ending a rules failure.
+    static func putInForce(_ source: String, _ compiled: CompiledRules, on namespace: Namespace) {
         namespace.policy = RulesPolicy(rules: compiled)
         namespace.rulesSource = source
         namespace.rulesFailure = nil
