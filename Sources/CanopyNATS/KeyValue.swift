@@ -165,6 +165,20 @@ public struct KeyValue: Sendable {
     /// The key's value (from the stream leader), nil if it does not exist.
     public func get(_ key: String) throws -> [UInt8]? { try entry(key)?.value }
 
+    /// The stored values of the keys matching `keys` (`>`, `ns.*` …), oldest first, deleted and purged keys left
+    /// out: one `STREAM.MSG.GET` (`next_by_subj`, which takes wildcards) per stored message, plus one that finds
+    /// none. Meant for buckets with a history of 1 (with more, every kept revision is returned).
+    public func entries(_ keys: String = ">") throws -> [KeyValueEntry] {
+        var found: [KeyValueEntry] = []
+        var from: UInt64 = 1
+        while let message = try js.firstMessage(stream: streamName, subject: prefix + keys, from: from) {
+            let entry = entry(from: message.subject, sequence: message.sequence, headers: message.headers, payload: message.payload)
+            if entry.operation == .put { found.append(entry) }
+            from = message.sequence + 1
+        }
+        return found
+    }
+
     /// Watches keys matching `keys` (`>` all, `ns.*` …): first the newest entry of each (deleted ones included),
     /// then every change. Read the entries with ``KeyValueWatcher/next(timeout:)``.
     public func watch(_ keys: String = ">") throws -> KeyValueWatcher {

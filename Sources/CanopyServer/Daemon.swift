@@ -87,10 +87,24 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         context.realtime = hub
         registry.onOpen = { [unowned hub] namespace in hub.attach(namespace) }
         registry.onDeposed = { [unowned hub] namespace in hub.namespaceDeposed(namespace) }
+        registry.onRunDisconnects = { [unowned hub] namespace, operations in
+            hub.runDisconnectOperations(operations, in: namespace)
+        }
         if let cluster = configuration.cluster {
             try joinCluster(cluster, registry: registry)
+            if cluster.replicateAbove != nil && !cluster.replicates { reportLoad(hub: hub) }
         }
         return context
+    }
+
+    /// Tells the cluster node, once a second, how many clients each namespace has here and how many
+    /// connections this node holds: its lease carries them to the nodes that decide on replicas by load.
+    private func reportLoad(hub: RealtimeHub) {
+        _ = loop.schedule(afterMilliseconds: 1000) { [weak self, weak hub] in
+            guard let self, let hub, let node = self.clusterNode else { return }
+            node.reportLoad(hub.clientsPerNamespace(), connections: self.server?.connectionCount ?? 0)
+            self.reportLoad(hub: hub)
+        }
     }
 
     /// Joins the cluster (Cluster.md): connects to NATS, registers this node's lease, and from then on claims
@@ -105,6 +119,9 @@ public final class Daemon: @unchecked Sendable {  // safe: loop state is touched
         let loop = self.loop
         let bound = LoopBound(registry, loop: loop)
         node.onOrphan = { name in loop.execute { bound.value?.claimOrphan(name) } }
+        node.onOrphanedDisconnects = { name, stored in
+            loop.execute { bound.value?.performOrphanedDisconnects(name, stored) }
+        }
         node.onLeaseLost = { loop.execute { bound.value?.deposeAll(reason: "this node's cluster lease was lost") } }
         node.start()
         clusterNode = node

@@ -51,6 +51,8 @@ public final class Namespace {
     /// forwarded to the owner by `forwarder` (NamespaceReplica.swift).
     var replica: NamespaceReplica?
     var forwarder: ReplicaForwarder?
+    /// A replica's sessions store their onDisconnect operations here, for the owner should this process die.
+    var disconnectStore: ReplicaDisconnectStore?
     /// The owner's URL when the replica was made (REST writes at a replica are proxied there).
     var replicaOwnerURL: String?
     /// A replica read new rules from the log.

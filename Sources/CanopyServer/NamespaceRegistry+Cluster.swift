@@ -36,10 +36,11 @@ extension NamespaceRegistry {
         node.claimQueue.async {
             let result: Result<LoadedTree, NamespaceUnavailable>
             var replicaRules: String?
+            var orphaned: [StoredDisconnects] = []
             do {
                 switch try node.claim(name) {
                 case .elsewhere(let url, let owner):
-                    if node.configuration.replicates {
+                    if node.replicates(name) {
                         let (tree, rules, replica) = try node.replicaStart(name)
                         var rows = 0
                         tree.forEachRecord { _ in rows += 1 }
@@ -61,6 +62,14 @@ extension NamespaceRegistry {
                         node.giveUp(log)
                         throw error
                     }
+                    // Operations that sessions of replicas whose process is gone left for it: performed once the
+                    // namespace is open (the loop runs this after `clusterLoaded`).
+                    do {
+                        orphaned = try node.orphanedDisconnects(of: name)
+                    } catch {
+                        Logger(label: "canopy.cluster").warning(
+                            "cluster.ondisconnect_scan_failed", ["ns": name, "error": "\(error)"])
+                    }
                 }
             } catch let gap as LogGapError {
                 Logger(label: "canopy.cluster").error("cluster.log_gap", ["ns": name, "reason": gap.description])
@@ -71,6 +80,32 @@ extension NamespaceRegistry {
             node.orphanHandled(name)
             let rules = replicaRules
             loop.execute { bound.value?.clusterLoaded(name, result, replicaRules: rules) }
+            if !orphaned.isEmpty {
+                let found = orphaned
+                loop.execute { bound.value?.performOrphanedDisconnects(name, found) }
+            }
+        }
+    }
+
+    /// Performs the onDisconnect operations that sessions of a dead process's replicas stored for `name`, which
+    /// this node owns, each as the identity that queued it; then removes their keys. Not owned here (any more):
+    /// left for the node that claims it next.
+    func performOrphanedDisconnects(_ name: String, _ stored: [StoredDisconnects]) {
+        guard let namespace = open[name], namespace.log != nil, let node = cluster else { return }
+        for session in stored {
+            var operations = session.operations.compactMap(DisconnectOperation.init(stored:))
+            if operations.count < session.operations.count {
+                logger.error("cluster.ondisconnect_unreadable", ["key": session.key])
+            }
+            let key = session.key
+            let remove: () -> Void = { node.saveDisconnects(key, []) { _ in } }
+            guard !operations.isEmpty else {
+                remove()
+                continue
+            }
+            let left = Countdown(operations.count, remove)
+            for index in operations.indices { operations[index].done = { left.tick() } }
+            onRunDisconnects?(namespace, operations)
         }
     }
 
@@ -107,6 +142,7 @@ extension NamespaceRegistry {
         if let cluster, let clusterProxy {
             namespace.forwarder = cluster.forwarder(
                 for: name, credential: clusterCredential, replica: replica, proxy: clusterProxy)
+            namespace.disconnectStore = ReplicaDisconnectStore(node: cluster, namespace: name, loop: loop)
         }
         let loop = self.loop
         let target = LoopBound(namespace, loop: loop)

@@ -51,12 +51,12 @@ extension NamespaceRegistry {
         pool.run { _ = malloc_trim(0) }
     }
 
-    /// While the open namespaces with a file exceed the count or memory budget, closes idle ones, least recently
-    /// used first.
+    /// While the open namespaces with a file or a replica exceed the count or memory budget, closes idle ones,
+    /// least recently used first.
     func closeIdleOverBudget() {
         var count = 0
         var bytes = 0
-        for namespace in open.values where namespace.hasFile {
+        for namespace in open.values where namespace.hasFile || namespace.replica != nil {
             count += 1
             bytes += namespace.estimatedBytes
         }
@@ -72,11 +72,13 @@ extension NamespaceRegistry {
         }
     }
 
-    /// Open namespaces with a file that nothing else holds and that have no write pending.
+    /// Open namespaces with a file, and replicas (Cluster.md#How-a-client-reaches-its-node), that nothing else
+    /// holds and that have no write pending.
     private func closableNames() -> [String] {
         var names: [String] = []
         for name in Array(open.keys) {
-            guard open[name]?.hasFile == true, open[name]?.isIdle == true else { continue }
+            // No local reference to the namespace: it would defeat the uniqueness check below.
+            guard open[name]?.hasFile == true || open[name]?.replica != nil, open[name]?.isIdle == true else { continue }
             if isKnownUniquelyReferenced(&open[name]!) { names.append(name) }
         }
         return names
@@ -85,7 +87,10 @@ extension NamespaceRegistry {
     /// Drops an idle namespace's tree and closes its file on a store thread.
     private func close(_ name: String) {
         guard let namespace = open.removeValue(forKey: name) else { return }
-        namespace.replica?.stop()
+        if let replica = namespace.replica {
+            replica.stop()
+            logger.notice("cluster.replica_closed", ["ns": name, "reason": "idle"])
+        }
         guard let store = namespace.detachStore() else { return }
         // Cluster mode: the node stops appending; its owner record stays, so the next use claims it again here.
         if let log = namespace.log {

@@ -45,6 +45,9 @@ public final class NamespaceRegistry {
     var redirects: [String: (url: String, until: UInt64)] = [:]
     /// Cluster mode: a namespace stopped being served here (another node owns it now); its sessions must go.
     public var onDeposed: ((Namespace) -> Void)?
+    /// Cluster mode: performs onDisconnect operations a dead replica's sessions left for an owned namespace (the
+    /// realtime hub's queue, as for a connection that dropped here).
+    var onRunDisconnects: ((Namespace, [DisconnectOperation]) -> Void)?
     /// Cluster mode: the admin credential a replica forwards its writers' writes with.
     var clusterCredential = ""
     /// Cluster mode: the proxy's threads and keep-alive connections, which a replica's forwarded writes use too.

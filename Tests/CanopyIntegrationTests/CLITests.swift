@@ -124,6 +124,14 @@ func runCanopy(_ arguments: [String], environment: [String: String] = [:]) throw
         #expect(r.status == 64)
         r = try runCanopy(["--help"])
         #expect(r.status == 0 && r.stdout.contains("serve"))
+        // Replicas always, or by load: not both; a threshold is a number or `never`; either needs --cluster.
+        let cluster = ["serve", "--cluster", "nats://127.0.0.1:4222", "--node", "n1", "--advertise", "http://127.0.0.1:9001"]
+        r = try runCanopy(cluster + ["--replicate", "--replicate-above", "10"])
+        #expect(r.status == 64 && r.stderr.contains("--replicate and --replicate-above exclude each other"), "\(r.stderr)")
+        r = try runCanopy(cluster + ["--replicate-above", "many"])
+        #expect(r.status == 64 && r.stderr.contains("or never, not 'many'"), "\(r.stderr)")
+        r = try runCanopy(["serve", "--replicate-above", "never"])
+        #expect(r.status == 64 && r.stderr.contains("need --cluster"), "\(r.stderr)")
     }
 
     @Test(.timeLimit(.minutes(1))) func serveHonoursMaxConnections() throws {

@@ -147,6 +147,20 @@ func ns(_ name: String) -> String { "canopy.ns." + name }
         #expect(seen.map(\.0) == ["node-a", "node-a", "", "node-b"])
         #expect(seen.map(\.1) == [.put, .put, .delete, .put])
 
+        // Listing by wildcard: the stored values only, deleted and purged keys left out.
+        let pending = try KeyValue.create(JetStream(nodeA, timeout: .seconds(2)), bucket: "canopy_listing", replicas: 3)
+        _ = try untilAvailable { try pending.put("quiz.c1-x.s1", Array("a".utf8)) }
+        _ = try pending.put("quiz.c2-y.s2", Array("b".utf8))
+        _ = try pending.put("chat.c1-x.s3", Array("c".utf8))
+        _ = try pending.put("quiz.c1-x.s1", Array("a2".utf8))
+        _ = try pending.put("quiz.c1-x.s4", Array("d".utf8))
+        try pending.purge("quiz.c1-x.s4")
+        _ = try pending.put("quiz.c2-y.s5", Array("e".utf8))
+        try pending.delete("quiz.c2-y.s5")
+        #expect(try pending.entries("quiz.>").map(\.key) == ["quiz.c2-y.s2", "quiz.c1-x.s1"])
+        #expect(try pending.entries("*.c1-x.*").map { String(decoding: $0.value, as: UTF8.self) } == ["c", "a2"])
+        #expect(try pending.entries("nothing.>").isEmpty)
+
         // With a TTL, a lease nobody renews disappears and the next node's create succeeds.
         let expiring = try KeyValue.create(
             JetStream(nodeA, timeout: .seconds(2)), bucket: "canopy_leases", ttl: .seconds(3), replicas: 3)

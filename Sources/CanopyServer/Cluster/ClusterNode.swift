@@ -34,6 +34,13 @@ public struct ClusterConfiguration: Sendable {
     /// `--replicate`: a node serves namespaces other nodes own from a replica (reads and listens here, writes
     /// forwarded to the owner) instead of sending their clients to the owner.
     public var replicates = false
+    /// `--replicate-above`: without `--replicate`, a node serves a namespace another node owns from a replica
+    /// once the cluster's nodes report more than this many clients of it (wire sessions and event streams, read
+    /// from their leases), while this node has fewer than `replicaConnectionBudget` connections; below that its
+    /// clients are sent to the owner (Cluster.md#How-a-client-reaches-its-node). Nil: never by load.
+    public var replicateAbove: Int? = 2_000
+    /// Connections above which a node opens no new replica by load (80 % of `--max-connections`).
+    public var replicaConnectionBudget = 8_000
     /// `--snapshot-batches`: an owner snapshots a namespace after this many log messages since its last snapshot
     /// (0: never by count), and trims the log below the snapshot before (Cluster.md#Snapshots).
     public var snapshotBatches = 10_000
@@ -87,6 +94,12 @@ final class ClusterNode: @unchecked Sendable {
     let js: JetStream
     private let nodes: KeyValue
     private let owners: KeyValue
+    /// onDisconnect operations queued by the sessions of replicas (`<ns>.<incarnation>.<session>`), so that the
+    /// owner performs them if the replica's process dies (Cluster.md#Writes-at-a-replica).
+    let disconnects: KeyValue
+    /// This process in the cluster: its node name and a random suffix, in its lease. A lease that disappears or
+    /// names another incarnation means the process that wrote the keys under the old one is gone.
+    let incarnation: String
     let logger = Logger(label: "canopy.cluster")
 
     private struct State {
@@ -96,10 +109,17 @@ final class ClusterNode: @unchecked Sendable {
         var leaseValidUntil: UInt64 = 0
         /// Live nodes and their advertised URLs, as last polled.
         var live: [String: String] = [:]
+        /// The incarnation each live node's lease names, as last polled.
+        var incarnations: [String: String] = [:]
         /// Every namespace's owner node, from the owners bucket's watch.
         var owners: [String: String] = [:]
         /// Namespaces this node claimed and holds (their logs).
         var held: [String: NamespaceLog] = [:]
+        /// Clients per namespace on every other live node, from their leases (`--replicate-above`).
+        var load: [String: [String: Int]] = [:]
+        /// Clients per namespace served here, and this node's connections, as the loop last reported them.
+        var localLoad: [String: Int] = [:]
+        var localConnections = 0
         /// Namespaces handed to `onOrphan` and not yet claimed or given up (not offered twice).
         var offered: Set<String> = []
         var stopped = false
@@ -115,6 +135,11 @@ final class ClusterNode: @unchecked Sendable {
     /// Called (on a cluster thread) with a namespace whose owner died and of which this node is the preferred
     /// live owner: the daemon claims it (loads it) without waiting for a client.
     var onOrphan: (@Sendable (String) -> Void)?
+    /// Called (on a cluster thread) with the onDisconnect operations that sessions of a dead process's replicas
+    /// left for a namespace this node owns: the daemon performs them, then removes their keys.
+    var onOrphanedDisconnects: (@Sendable (String, [StoredDisconnects]) -> Void)?
+    /// Stores and removes replicas' onDisconnect keys, in order.
+    let disconnectQueue = DispatchQueue(label: "canopy.cluster.ondisconnect")
 
     var name: String { configuration.node }
     var leaseNanoseconds: UInt64 { UInt64(configuration.leaseMilliseconds) * 1_000_000 }
@@ -134,6 +159,7 @@ final class ClusterNode: @unchecked Sendable {
         let js = JetStream(connection, timeout: .seconds(4))
         self.connection = connection
         self.js = js
+        incarnation = configuration.node + "-" + RandomToken.alphanumeric(12)
         let replicas = configuration.replicas
         let stored = try Self.retrying(for: .seconds(20)) { try Self.storedConfiguration(js, mine: configuration) }
         let shared = try Self.agreed(configuration, stored)
@@ -141,9 +167,10 @@ final class ClusterNode: @unchecked Sendable {
         self.configuration = configuration
         let lease = Duration.milliseconds(configuration.leaseMilliseconds)
         let logStreams = configuration.logStreams
-        (nodes, owners) = try Self.retrying(for: .seconds(20)) {
+        (nodes, owners, disconnects) = try Self.retrying(for: .seconds(20)) {
             let nodes = try KeyValue.create(js, bucket: "canopy_nodes", history: 1, ttl: lease, replicas: replicas)
             let owners = try KeyValue.create(js, bucket: "canopy_owners", history: 1, replicas: replicas)
+            let disconnects = try KeyValue.create(js, bucket: Self.disconnectBucket, history: 1, replicas: replicas)
             for k in 0..<logStreams {
                 var config = JetStreamStreamConfig(
                     name: Self.streamName(k), subjects: ["canopy.log.\(k).*"], replicas: replicas)
@@ -152,7 +179,7 @@ final class ClusterNode: @unchecked Sendable {
                 _ = try js.createStream(config)
             }
             _ = try js.createStream(Self.snapshotStreamConfig(replicas: replicas))
-            return (nodes, owners)
+            return (nodes, owners, disconnects)
         }
         try register()
     }
@@ -286,10 +313,58 @@ final class ClusterNode: @unchecked Sendable {
 
     // MARK: - Lease
 
+    /// At most this many namespaces' client counts go in a lease (the busiest).
+    static let loadEntriesPerLease = 256
+
+    /// The lease's value: the advertised URL and, with `--replicate-above`, the busiest namespaces this node
+    /// serves with their clients.
     private var leaseValue: [UInt8] {
+        var members = [JSONMember("url", .string(configuration.advertise)), JSONMember("inc", .string(incarnation))]
+        if configuration.replicateAbove != nil {
+            let load = state.withLock { $0.localLoad }
+            let busiest = load.filter { $0.value > 0 }.sorted { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }
+            members.append(
+                JSONMember(
+                    "load",
+                    .object(busiest.prefix(Self.loadEntriesPerLease).map { JSONMember($0.key, .int(Int64($0.value))) })))
+        }
         var out: [UInt8] = []
-        JSONValue.object([JSONMember("url", .string(configuration.advertise))]).write(into: &out)
+        JSONValue.object(members).write(into: &out)
         return out
+    }
+
+    private static func decodeLoad(_ value: [UInt8]) -> [String: Int] {
+        guard let load = (try? JSONValue.parse(value))?["load"]?.members else { return [:] }
+        var out: [String: Int] = [:]
+        for member in load {
+            if let count = member.value.int64Value, count > 0 { out[member.key] = Int(clamping: count) }
+        }
+        return out
+    }
+
+    /// The loop's report, once a second: clients per namespace served here and this node's connections. The
+    /// next lease renewal carries them to the other nodes.
+    func reportLoad(_ clients: [String: Int], connections: Int) {
+        state.withLock { state in
+            state.localLoad = clients
+            state.localConnections = connections
+        }
+    }
+
+    /// Whether this node serves `namespace`, which another node owns, from a replica: always with
+    /// `--replicate`; with `--replicate-above`, while the cluster's nodes report more clients of it than that and
+    /// this node is below its connection budget.
+    func replicates(_ namespace: String) -> Bool {
+        if configuration.replicates { return true }
+        guard let above = configuration.replicateAbove else { return false }
+        return state.withLock { state in
+            guard state.localConnections < configuration.replicaConnectionBudget else { return false }
+            var clients = state.localLoad[namespace] ?? 0
+            for (node, load) in state.load where node != name && state.live[node] != nil {
+                clients += load[namespace] ?? 0
+            }
+            return clients > above
+        }
     }
 
     /// Whether this node may act as an owner now: its lease was renewed recently enough (local expiry).
@@ -309,6 +384,7 @@ final class ClusterNode: @unchecked Sendable {
                     state.leaseRevision = revision
                     state.leaseValidUntil = sent + leaseNanoseconds - renewalNanoseconds
                     state.live[name] = configuration.advertise
+                    state.incarnations[name] = incarnation
                 }
                 logger.notice("cluster.registered", ["node": name, "revision": "\(revision)"])
                 return
@@ -379,13 +455,20 @@ final class ClusterNode: @unchecked Sendable {
                     state.withLock { $0.owners[namespace] = owner }
                 }
                 var live: [String: String] = [:]
+                var load: [String: [String: Int]] = [:]
+                var incarnations: [String: String] = [:]
                 for node in known {
                     if let entry = try nodes.entry(node) {
                         live[node] = Self.decodeURL(entry.value) ?? ""
+                        incarnations[node] = Self.decodeIncarnation(entry.value)
+                        if node != name { load[node] = Self.decodeLoad(entry.value) }
                     }
                 }
-                let orphans: [String] = state.withLock { state in
+                let (orphans, gone): ([String], [String]) = state.withLock { state in
+                    let gone = Set(state.incarnations.values).subtracting(incarnations.values)
                     state.live = live
+                    state.load = load
+                    state.incarnations = incarnations
                     var found: [String] = []
                     for (namespace, owner) in state.owners where live[owner] == nil && state.held[namespace] == nil {
                         if !state.offered.contains(namespace),
@@ -395,11 +478,19 @@ final class ClusterNode: @unchecked Sendable {
                             found.append(namespace)
                         }
                     }
-                    return found
+                    return (found, gone.sorted())
                 }
                 for namespace in orphans {
                     logger.notice("cluster.orphan", ["ns": namespace, "node": name])
                     onOrphan?(namespace)
+                }
+                for dead in gone where dead != incarnation {
+                    do {
+                        try performDisconnects(of: dead)
+                    } catch {
+                        // Left in the bucket: the next claim of each namespace performs them.
+                        logger.warning("cluster.ondisconnect_scan_failed", ["incarnation": dead, "error": "\(error)"])
+                    }
                 }
             } catch {
                 logger.warning("cluster.watch_failed", ["error": "\(error)"])
@@ -420,6 +511,18 @@ final class ClusterNode: @unchecked Sendable {
     private static func decodeURL(_ value: [UInt8]) -> String? {
         (try? JSONValue.parse(value))?["url"]?.stringValue
     }
+
+    private static func decodeIncarnation(_ value: [UInt8]) -> String? {
+        (try? JSONValue.parse(value))?["inc"]?.stringValue
+    }
+
+    /// The incarnation `node`'s lease names now; nil when it has no lease.
+    func leaseIncarnation(of node: String) throws -> String? {
+        try nodes.entry(node).flatMap { Self.decodeIncarnation($0.value) }
+    }
+
+    /// The namespaces this node owns.
+    var heldNamespaces: Set<String> { state.withLock { Set($0.held.keys) } }
 
     struct OwnerRecord {
         var node: String

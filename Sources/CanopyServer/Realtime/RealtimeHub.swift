@@ -370,6 +370,7 @@ final class RealtimeHub: RealtimeService {
             if case .failure(let error) = result {
                 logger.debug("wire.ondisconnect_failed", ["path": operation.path.description, "error": error.code])
             }
+            operation.done?()
             // The chunk's last operation is durable (or failed): the next chunk, in a later pass (a refusal
             // answers at once, and must not recurse).
             guard endsChunk, let self else { return }
@@ -419,6 +420,16 @@ extension RealtimeHub {
         var longPollSessions = 0
         var eventStreams = 0
         var wireListens = 0
+    }
+
+    /// Clients per namespace: wire sessions and event streams (cluster load, once a second; not on the hot path).
+    func clientsPerNamespace() -> [String: Int] {
+        var clients: [String: Int] = [:]
+        for session in sessions.values { clients[session.namespace.name, default: 0] += 1 }
+        for group in groupsByKey.values where !group.sse.isEmpty {
+            clients[group.namespace.name, default: 0] += group.sse.count
+        }
+        return clients
     }
 
     /// Counts sessions, streams and listens (at scrape time, not on the hot path).

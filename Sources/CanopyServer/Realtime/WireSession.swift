@@ -39,6 +39,17 @@ struct DisconnectOperation {
     var path: Path
     var data: JSONValue
     var identity: Identity
+    /// Its number in its session (to take back one a replica could not store).
+    var serial = 0
+    /// Runs once it was performed (or refused): a replica then forgets the stored copy.
+    var done: (() -> Void)?
+
+    init(kind: Kind, path: Path, data: JSONValue, identity: Identity) {
+        self.kind = kind
+        self.path = path
+        self.data = data
+        self.identity = identity
+    }
 
     /// The write it performs.
     var write: WriteOperation {
@@ -88,6 +99,7 @@ final class WireSession {
     /// Listens requested and not yet joined or failed; they count against the limits (`listenLimitRefusal`).
     private var listenReservations = 0
     private var onDisconnect: [DisconnectOperation] = []
+    private var disconnectSerial = 0
     private var expiry: TimerHandle?
     private let logger = Logger(label: "canopy.wire")
     /// Largest serialized message a client may send (16 MB write limit plus envelope).
@@ -426,14 +438,26 @@ final class WireSession {
             reply(r, Wire.Status.unavailable, refusal)
             return
         }
-        let op = DisconnectOperation(kind: kind, path: path, data: body[Wire.Key.data] ?? .null, identity: identity)
+        var op = DisconnectOperation(kind: kind, path: path, data: body[Wire.Key.data] ?? .null, identity: identity)
         if let error = namespace.check(op.write, as: identity, now: now) {
             reply(r, error.wireStatus, error.wireMessage)
             return
         }
+        disconnectSerial += 1
+        op.serial = disconnectSerial
         onDisconnect.append(op)
         hub.onDisconnectCount += 1
-        reply(r, Wire.Status.ok, "")
+        guard let store = namespace.disconnectStore else { return reply(r, Wire.Status.ok, "") }
+        // At a replica: acknowledged once stored in NATS, where the owner finds it if this process dies.
+        let serial = op.serial
+        store.save(session: handshakeID, onDisconnect) { [weak self] stored in
+            guard let self else { return }
+            if stored { return self.reply(r, Wire.Status.ok, "") }
+            let before = self.onDisconnect.count
+            self.onDisconnect.removeAll { $0.serial == serial }
+            self.hub.onDisconnectCount -= before - self.onDisconnect.count
+            self.reply(r, Wire.Status.unavailable, "The onDisconnect operation could not be stored in the cluster; try again.")
+        }
     }
 
     private func cancelDisconnect(_ r: Int64?, _ body: JSONValue) {
@@ -441,7 +465,16 @@ final class WireSession {
         let before = onDisconnect.count
         onDisconnect.removeAll { path.isAncestorOrSelf(of: $0.path) }
         hub.onDisconnectCount -= before - onDisconnect.count
-        reply(r, Wire.Status.ok, "")
+        guard let store = namespace.disconnectStore, onDisconnect.count < before else {
+            return reply(r, Wire.Status.ok, "")
+        }
+        // Cancelled here at once; if the stored copy cannot be updated, the owner may still perform it should
+        // this process die (the reply says so).
+        store.save(session: handshakeID, onDisconnect) { [weak self] stored in
+            self?.reply(
+                r, stored ? Wire.Status.ok : Wire.Status.unavailable,
+                stored ? "" : "Cancelled on this node, but the cluster's copy could not be updated.")
+        }
     }
 
     /// The session ends the connection itself. A WebSocket does not report a close its owner asked for, so the
@@ -487,8 +520,14 @@ final class WireSession {
         expiry?.cancel()
         expiry = nil
         // Run by the hub in order, a bounded number per loop pass (see `RealtimeHub.runDisconnectOperations`).
-        let operations = onDisconnect
+        var operations = onDisconnect
         onDisconnect = []
+        if let store = namespace.disconnectStore, !operations.isEmpty {
+            // At a replica: the stored copy is removed once every operation was performed (or refused).
+            let session = handshakeID
+            let left = Countdown(operations.count) { store.remove(session: session) }
+            for index in operations.indices { operations[index].done = { left.tick() } }
+        }
         hub.runDisconnectOperations(operations, in: namespace)
         hub.listenCount -= listenReservations
         listenReservations = 0
@@ -583,4 +622,18 @@ final class WireSession {
     }
 
     private static func sessionID() -> String { RandomToken.alphanumeric(32) }
+}
+
+/// Runs `body` after `count` ticks (loop-confined).
+final class Countdown {
+    private var left: Int
+    private let body: () -> Void
+    init(_ count: Int, _ body: @escaping () -> Void) {
+        left = count
+        self.body = body
+    }
+    func tick() {
+        left -= 1
+        if left == 0 { body() }
+    }
 }

@@ -25,7 +25,7 @@ struct Serve: Command {
                      [--log-level <level>] [--log-format logfmt|json]
                      [--tls-cert <pem-chain> --tls-key <pem-key>]
                      [--cluster nats://<host>:<port>[,...] --node <name> --advertise <url> [--lease <ms>]
-                      [--cluster-rest proxy|redirect] [--replicate]
+                      [--cluster-rest proxy|redirect] [--replicate | --replicate-above <n>|never]
                       [--snapshot-batches <n>] [--snapshot-log-mib <MiB>]]
           --host         address to bind (default 127.0.0.1)
           --port         TCP port (default 9000; 0 picks a free one)
@@ -96,6 +96,10 @@ struct Serve: Command {
           --replicate    serve namespaces other nodes own from a replica fed by their log (reads and listens
                          here, writes forwarded to the owner and acknowledged once applied here), so one
                          event's listeners can be spread over every node
+          --replicate-above  without --replicate: replicate a namespace another node owns once the cluster
+                         holds more than this many clients of it (WebSocket, long-poll and SSE; default
+                         2000), while this node has under 80% of --max-connections; below that its clients
+                         are sent to the owner. never: only the owner serves a namespace
           --snapshot-batches  an owner snapshots a namespace into NATS after this many log messages (default
                          10000; 0: never by count), then trims its log below the snapshot before
           --snapshot-log-mib  or once the log since its last snapshot holds this many MiB (default 64; 0: never
@@ -121,6 +125,8 @@ struct Serve: Command {
     private var snapshotLogMiB: Int?
     private var clusterRedirectsREST = false
     private var clusterReplicates = false
+    /// `--replicate-above`: a number, `.some(nil)` for `never`, nil when not given.
+    private var clusterReplicateAbove: Int??
 
     /// Every option of `canopy serve`, and whether it is a flag (takes no value). Each can also be given as an
     /// environment variable: `--max-connections` as `CANOPY_MAX_CONNECTIONS`; the command line wins.
@@ -135,7 +141,7 @@ struct Serve: Command {
         ("--max-listens-per-connection", false), ("--max-listens", false), ("--max-ondisconnect-per-connection", false),
         ("--max-ondisconnect", false), ("--max-longpoll-sessions", false), ("--max-longpoll-sessions-per-address", false),
         ("--max-longpoll-pending", false), ("--cluster", false), ("--node", false), ("--advertise", false),
-        ("--lease", false), ("--cluster-rest", false), ("--replicate", true),
+        ("--lease", false), ("--cluster-rest", false), ("--replicate", true), ("--replicate-above", false),
         ("--snapshot-batches", false), ("--snapshot-log-mib", false),
     ]
 
@@ -204,13 +210,18 @@ struct Serve: Command {
             if let snapshotLogMiB { cluster.snapshotBytes = snapshotLogMiB << 20 }
             cluster.proxiesREST = !clusterRedirectsREST
             cluster.replicates = clusterReplicates
+            if clusterReplicates && clusterReplicateAbove != nil {
+                throw UsageError(message: "--replicate and --replicate-above exclude each other: --replicate replicates always")
+            }
+            if let clusterReplicateAbove { cluster.replicateAbove = clusterReplicateAbove }
+            cluster.replicaConnectionBudget = configuration.maxConnections / 5 * 4
             configuration.cluster = cluster
         } else if clusterNode != nil || clusterAdvertise != nil || clusterLease != nil || clusterRedirectsREST
-            || clusterReplicates || snapshotBatches != nil || snapshotLogMiB != nil
+            || clusterReplicates || clusterReplicateAbove != nil || snapshotBatches != nil || snapshotLogMiB != nil
         {
             throw UsageError(
-                message: "--node, --advertise, --lease, --cluster-rest, --replicate, --snapshot-batches and "
-                    + "--snapshot-log-mib need --cluster")
+                message: "--node, --advertise, --lease, --cluster-rest, --replicate, --replicate-above, "
+                    + "--snapshot-batches and --snapshot-log-mib need --cluster")
         }
         // One address must not be able to take every session (Architecture.md#Bounded-resources).
         guard configuration.maxLongPollSessionsPerAddress < configuration.maxLongPollSessions else {
@@ -230,6 +241,15 @@ struct Serve: Command {
         case "--advertise": clusterAdvertise = try arguments.value(for: option)
         case "--lease": clusterLease = try arguments.int(for: option, in: 1000...600_000)
         case "--replicate": clusterReplicates = true
+        case "--replicate-above":
+            let text = try arguments.value(for: option)
+            if text == "never" {
+                clusterReplicateAbove = .some(nil)
+            } else if let n = Int(text), n >= 0, n <= 100_000_000 {
+                clusterReplicateAbove = n
+            } else {
+                throw UsageError(message: "--replicate-above must be a number of clients (0 to 100000000) or never, not '\(text)'")
+            }
         case "--snapshot-batches": snapshotBatches = try arguments.int(for: option, in: 0...100_000_000)
         case "--snapshot-log-mib": snapshotLogMiB = try arguments.int(for: option, in: 0...1_048_576)
         case "--cluster-rest":

@@ -74,7 +74,11 @@
             return true;
         },
         goOffline(name) { db.goOffline(clients[name].database); return true; },
+        /// Long polling only, for every client of this page (the SDK refuses it once a client has connected).
+        forceLongPolling() { db.forceLongPolling(); return true; },
         async close(name) { await firebaseApp.deleteApp(clients[name].app); delete clients[name]; return true; },
         storage() { return Object.assign({}, window.localStorage); },
+        /// Forgets the hosts the SDK cached (`firebase:host:*`): the next client starts at its configured host.
+        clearStorage() { window.localStorage.clear(); return true; },
     };
 })();

@@ -208,6 +208,13 @@ def replicated():
     c.stop()
 
 
+@pytest.fixture(scope="module")
+def by_load():
+    c = JSCluster("--replicate-above", "1")
+    yield c
+    c.stop()
+
+
 def connected(page, name):
     until(lambda: (page.call("connected", name) or [None])[-1] is True, f"{name}: .info/connected never true")
 
@@ -301,6 +308,78 @@ def test_clients_of_all_three_nodes_with_replicas(replicated, page):
     assert page.call("increment", writers[0], "rooms/count") == {"committed": True, "value": 1}
     assert page.call("increment", writers[1], "rooms/count") == {"committed": True, "value": 2}
     for name in names:
+        page.call("close", name)
+
+
+def test_forced_long_polling_through_a_non_owner(cluster, page):
+    """`forceLongPolling()`: the SDK never opens a WebSocket. The non-owner it was given proxies its long-poll
+    session to the owner instead of resetting it, and sets, listeners, a transaction and onDisconnect work."""
+    page.call("forceLongPolling")
+    ns, owner = cluster.namespace("jssdk-lp")
+    other = (owner + 1) % 3
+    page.call("open", "lp", cluster.database_url(other, ns), cluster.mint("lp", ns))
+    connected(page, "lp")
+    page.call("listenValue", "lp", "rooms/lp")
+    page.call("set", "lp", "rooms/lp", {"title": "Polled"})
+    key = page.call("push", "lp", "rooms/lp/msgs", {"text": "hi"})
+    until(lambda: (page.events(kind="value", path="rooms/lp") or [{}])[-1].get("value")
+          == {"title": "Polled", "msgs": {key: {"text": "hi"}}}, "the listener did not see the writes")
+    assert page.call("increment", "lp", "rooms/lp/count") == {"committed": True, "value": 1}
+    page.call("open", "watcher", cluster.database_url(owner, ns), cluster.mint("watcher", ns))
+    page.call("set", "lp", "presence/lp", "online")
+    page.call("onDisconnectSet", "lp", "presence/lp", "offline")
+    page.call("goOffline", "lp")
+    until(lambda: cluster.rest("GET", owner, "presence/lp", ns)[2] == "offline", "lp's onDisconnect did not run")
+    logs = page.logs()
+    assert any(f"Connecting via long-poll to http://127.0.0.1:{cluster.ports[other]}/.lp?" in line
+               for line in logs), logs
+    assert not [line for line in logs if "Websocket connecting" in line], logs
+    assert not [line for line in logs if "Reset packet" in line], logs
+    status, _, value = cluster.rest("GET", owner, "rooms/lp", ns)
+    assert status == 200 and value == {"title": "Polled", "count": 1, "msgs": {key: {"text": "hi"}}}, value
+    for name in ("lp", "watcher"):
+        page.call("close", name)
+
+
+def test_replicas_by_load_and_a_dead_replicas_on_disconnect(by_load, page):
+    """`--replicate-above 1`: with one client at the owner a client of another node is reset to the owner; with
+    two, the next one is served by the node it reached, from a replica. When that node is killed, the owner
+    performs the onDisconnect its client registered there."""
+    ns, owner = by_load.namespace("jssdk-load")
+    other = (owner + 1) % 3
+    page.call("open", "first", by_load.database_url(owner, ns), by_load.mint("first", ns))
+    connected(page, "first")
+    time.sleep(3)  # a load report, a lease renewal and a poll
+    page.call("open", "quiet", by_load.database_url(other, ns), by_load.mint("quiet", ns))
+    connected(page, "quiet")
+    assert [line for line in page.logs() if "Reset packet" in line], "a quiet namespace's client was not reset"
+    page.call("close", "quiet")
+    page.call("open", "second", by_load.database_url(owner, ns), by_load.mint("second", ns))
+    connected(page, "second")
+    page.call("listenValue", "first", "presence/guest")
+
+    def served_at_other():
+        seen = len(page.logs())
+        name = f"guest{served_at_other.tries}"
+        served_at_other.tries += 1
+        page.call("clearStorage")  # or the SDK would start at the owner it was reset to before
+        page.call("open", name, by_load.database_url(other, ns), by_load.mint("guest", ns))
+        connected(page, name)
+        if [line for line in page.logs()[seen:] if "Reset packet" in line]:
+            page.call("close", name)
+            time.sleep(0.5)
+            return None
+        return name
+    served_at_other.tries = 0
+    guest = until(served_at_other, "a busy namespace's client was still reset to the owner", timeout=30)
+    page.call("set", guest, "presence/guest", "online")
+    page.call("onDisconnectSet", guest, "presence/guest", "offline")
+    until(lambda: page.events(client="first", kind="value", path="presence/guest", value="online"),
+          "the owner's client never saw the guest online")
+    by_load.kill(other)
+    until(lambda: page.events(client="first", kind="value", path="presence/guest", value="offline"),
+          "the owner did not perform the dead replica's onDisconnect", timeout=40)
+    for name in ("first", "second", guest):
         page.call("close", name)
 
 
