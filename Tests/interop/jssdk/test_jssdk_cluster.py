@@ -132,8 +132,8 @@ def until(condition, message, timeout=20):
 class JSCluster(Cluster):
     """A cluster whose nodes advertise `s-` hosts, run without `--emulator` (signed tokens only)."""
 
-    def __init__(self, *extra):
-        super().__init__(advertise="http://s-c{i}.localhost:{port}", extra=extra, emulator=False)
+    def __init__(self, *extra, advertise="http://s-c{i}.localhost:{port}"):
+        super().__init__(advertise=advertise, extra=extra, emulator=False)
         self.ports = [int(url.rsplit(":", 1)[1]) for url in self.urls]
 
     def rest(self, method, node, path, ns, body=None):
