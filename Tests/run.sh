@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's heading says how long the run has taken so far (the suite is meant to stay under 15 minutes).
+started=$SECONDS
+phase() { echo "== $1 (at $((SECONDS - started)) s)"; }
+
 missing=()
 for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver nats-server redis-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -23,11 +27,11 @@ for tool in promtool prometheus systemd-analyze chromium chromedriver nats-serve
     command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "run.sh: $tool is missing after the install"; exit 1; }
 done
 
-echo "== swift build"
+phase "swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 swift build -Xswiftc -warnings-as-errors >/dev/null
 
-echo "== docc (the catalog's links and the code's citations of it)"
+phase "docc (the catalog's links and the code's citations of it)"
 # Sources/CanopyServer/CanopyServer.docc links its articles to each other's sections, and code comments cite them
 # as `Protocol.md#Hashes`. A copy of the catalog gets one more page linking every cited section; docc then fails on
 # any link (or citation) that names a missing article or section.
@@ -49,7 +53,7 @@ else
     echo "run.sh: docc not found next to swift; catalog not checked"
 fi
 
-echo "== swift test"
+phase "swift test"
 # The whole log goes to .build/swift-test.log; the console gets its summary lines and every failure, never cut off.
 # Serially: many integration tests block their thread on sockets, and run in parallel on a 2-core machine they
 # starve Swift's cooperative pool (two threads), so async tests (the attendee feed) stall for tens of seconds and a
@@ -62,12 +66,12 @@ if ! grep -qE '^. Test run with [0-9]+ tests? .*passed' .build/swift-test.log ||
     exit 1
 fi
 
-echo "== fuzz smoke (Tests/fuzz.sh --smoke: each libFuzzer target over its corpus and 3,000 executions)"
+phase "fuzz smoke (Tests/fuzz.sh --smoke: each libFuzzer target over its corpus and 3,000 executions)"
 # Builds the targets with -sanitize=fuzzer,address in .build/fuzz (a separate scratch path) and fails on any crash,
 # leak or timeout; the long runs are `Tests/fuzz.sh --runs 10000000` (README.md, Fuzzing).
 bash Tests/fuzz.sh --smoke
 
-echo "== client package (Tests/ClientPackageExample: CanopyClient by product name)"
+phase "client package (Tests/ClientPackageExample: CanopyClient by product name)"
 # Its own package and build directory (inside .build); the program runs against `canopy serve` on a loopback port.
 # Without manifest caching: a cached build plan misses source files added to the path dependency since.
 example_build=(swift build --package-path Tests/ClientPackageExample --scratch-path .build/client-package-example
@@ -88,7 +92,7 @@ done
 .build/client-package-example/debug/ClientPackageExample "$example_url" "$(cat "$example_data/admin.credential")"
 kill "$example_server" && wait "$example_server" 2>/dev/null || true
 
-echo "== interop (firebase-admin, pyrebase4, firebase 4.0.1; firebase-rest-api in a venv of its own)"
+phase "interop (firebase-admin, pyrebase4, firebase 4.0.1; firebase-rest-api in a venv of its own)"
 # firebase-rest-api and PyPI's firebase 4.0.1 both install a module named `firebase`, so each has its own venv.
 interop_venv() {  # interop_venv DIR REQUIREMENTS
     if [ ! -x "$1/bin/python" ] || ! cmp -s "$2" "$1/requirements.txt"; then
@@ -106,10 +110,11 @@ export CANOPY_BIN="$PWD/.build/debug/canopy"
 .build/interop-rest-api-venv/bin/python -m pytest -q -p no:cacheprovider Tests/interop/rest_api
 
 interop_venv .build/browser-venv Tests/browser/requirements.txt
-echo "== Firebase JS SDK against a cluster (Tests/interop/jssdk; skipped unless CANOPY_FIREBASE_JS_BUNDLE is set)"
+phase "Firebase JS SDK against a cluster (Tests/interop/jssdk; skipped unless CANOPY_FIREBASE_JS_BUNDLE is set)"
 # The SDK is not part of Canopy: Tests/interop/jssdk/build-bundle.sh builds the bundle from a firebase-js-sdk checkout.
 .build/browser-venv/bin/python -m pytest -q -rs -p no:cacheprovider Tests/interop/jssdk
 
-echo "== browser (Tests/browser: the organiser's console in headless Chromium against canopy serve --demo)"
+phase "browser (Tests/browser: the organiser's console in headless Chromium against canopy serve --demo)"
 # Screenshots of every step land in .build/browser-screenshots/.
 .build/browser-venv/bin/python -m pytest -q -p no:cacheprovider Tests/browser
+echo "== done in $((SECONDS - started)) s"
