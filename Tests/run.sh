@@ -87,11 +87,12 @@ phase "swift test"
 # publish's updates coalesce (FeedTests took 44 s in parallel, 0.14 s serially). Serial: 761 tests in about 110 s.
 # The suites that run nats-server clusters (CanopyNATSTests, every *Cluster* suite) mostly wait on leases and
 # failovers: they run in a second process, .build/swift-test-cluster.log, alongside the others and the fuzz smoke,
-# and are waited for after the client package. (`--filter` and `--skip` with one pattern split the tests exactly.)
+# and are waited for after the client package. (`--filter` and `--skip` with one pattern split the tests exactly;
+# `--ignore-lock`: both only read the built products, and SwiftPM's lock on .build would run them one after the other.)
 swift build --build-tests -Xswiftc -warnings-as-errors > .build/swift-build-tests.log 2>&1 \
     || { grep -E 'error' .build/swift-build-tests.log | head -n 50; echo "run.sh: the tests do not build"; exit 1; }
 cluster_suites='CanopyNATSTests\.|Cluster'
-CANOPY_BIN="$PWD/.build/debug/canopy" swift test --skip-build --no-parallel --filter "$cluster_suites" \
+CANOPY_BIN="$PWD/.build/debug/canopy" swift test --skip-build --ignore-lock --no-parallel --filter "$cluster_suites" \
     > .build/swift-test-cluster.log 2>&1 &
 cluster_tests=$!
 background+=("$cluster_tests")
@@ -103,7 +104,7 @@ check_swift_tests() {  # check_swift_tests LOG
         exit 1
     fi
 }
-CANOPY_BIN="$PWD/.build/debug/canopy" swift test --skip-build --no-parallel --skip "$cluster_suites" \
+CANOPY_BIN="$PWD/.build/debug/canopy" swift test --skip-build --ignore-lock --no-parallel --skip "$cluster_suites" \
     > .build/swift-test.log 2>&1 || true
 check_swift_tests .build/swift-test.log
 
