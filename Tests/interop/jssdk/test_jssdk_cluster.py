@@ -194,25 +194,19 @@ def page(chromium, page_server):
     return Page(chromium, page_server.url)
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    c = JSCluster()
-    yield c
-    c.stop()
+def cluster_fixture(name, *extra, **options):
+    """A module-scoped fixture `name`: a JSCluster with the nodes' options `extra`, stopped after the module."""
+    @pytest.fixture(scope="module", name=name)
+    def fixture():
+        c = JSCluster(*extra, **options)
+        yield c
+        c.stop()
+    return fixture
 
 
-@pytest.fixture(scope="module")
-def replicated():
-    c = JSCluster("--replicate")
-    yield c
-    c.stop()
-
-
-@pytest.fixture(scope="module")
-def by_load():
-    c = JSCluster("--replicate-above", "1")
-    yield c
-    c.stop()
+cluster = cluster_fixture("cluster")
+replicated = cluster_fixture("replicated", "--replicate")
+by_load = cluster_fixture("by_load", "--replicate-above", "1")
 
 
 def connected(page, name):

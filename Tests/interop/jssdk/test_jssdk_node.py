@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from test_jssdk_cluster import BUNDLE, HERE, JSCluster, JSError, until  # noqa: E402  (same directory)
+from test_jssdk_cluster import BUNDLE, HERE, JSError, cluster_fixture, connected, until  # noqa: E402  (same directory)
 
 NODE = shutil.which("node")
 
@@ -88,22 +88,8 @@ def node():
     client.stop()
 
 
-@pytest.fixture(scope="module")
-def plain():
-    c = JSCluster(advertise="http://127.0.0.1:{port}")
-    yield c
-    c.stop()
-
-
-@pytest.fixture(scope="module")
-def replicated_plain():
-    c = JSCluster("--replicate", advertise="http://127.0.0.1:{port}")
-    yield c
-    c.stop()
-
-
-def connected(client, name):
-    until(lambda: (client.call("connected", name) or [None])[-1] is True, f"{name}: .info/connected never true")
+plain = cluster_fixture("plain", advertise="http://127.0.0.1:{port}")
+replicated_plain = cluster_fixture("replicated_plain", "--replicate", advertise="http://127.0.0.1:{port}")
 
 
 def test_under_node_a_client_of_a_non_owner_follows_the_reset(plain, node):
