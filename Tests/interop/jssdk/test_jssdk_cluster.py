@@ -119,6 +119,21 @@ class JSError(Exception):
     pass
 
 
+class PacedWriter:
+    """Writes `<path>/w<n>` = n from client `name` with `setRecorded` (acknowledgements recorded as events), ten a
+    second; `written` counts them."""
+
+    def __init__(self, client, name, path):
+        self.client, self.name, self.path = client, name, path
+        self.written = 0
+
+    def write(self, count):
+        for _ in range(count):
+            self.client.call("setRecorded", self.name, f"{self.path}/w{self.written:03d}", self.written)
+            self.written += 1
+            time.sleep(0.1)
+
+
 def until(condition, message, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -388,27 +403,20 @@ def test_a_client_survives_kill_9_of_the_owner(which, page, request):
     page.call("open", "writer", cluster.database_url(other, ns), cluster.mint("writer", ns))
     connected(page, "writer")
     page.call("listenChildren", "writer", "rooms/r3")
-    written = 0
-
-    def write(count):
-        nonlocal written
-        for _ in range(count):
-            page.call("setRecorded", "writer", f"rooms/r3/w{written:03d}", written)
-            written += 1
-            time.sleep(0.1)
-
+    writer = PacedWriter(page, "writer", "rooms/r3")
+    write = writer.write
     write(10)
     until(lambda: len(page.events(kind="ack")) == 10, "the first writes were not acknowledged")
     started = time.time()
     cluster.kill(owner)
     write(40)  # 4 s of writes while the namespace has no owner: queued by the SDK, resent on reconnect
-    until(lambda: len(page.events(kind="ack")) + len(page.events(kind="nack")) >= written,
+    until(lambda: len(page.events(kind="ack")) + len(page.events(kind="nack")) >= writer.written,
           "writes made across the failover were not acknowledged", timeout=60)
     recovered = time.time() - started
     assert not page.events(kind="nack"), [(e["path"], e["value"]) for e in page.events(kind="nack")]
     new_owner = cluster.owner(ns, asking=other)
     assert new_owner != owner
-    expected = {f"w{i:03d}": i for i in range(written)}
+    expected = {f"w{i:03d}": i for i in range(writer.written)}
     for node in (n for n in range(3) if n != owner):
         assert cluster.rest("GET", node, "rooms/r3", ns)[2] == expected, node
     added = [e["key"] for e in page.events(kind="child_added")]

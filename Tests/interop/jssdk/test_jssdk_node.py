@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from test_jssdk_cluster import BUNDLE, HERE, JSError, cluster_fixture, connected, until  # noqa: E402  (same directory)
+from test_jssdk_cluster import BUNDLE, HERE, JSError, PacedWriter, cluster_fixture, connected, until  # noqa: E402  (same directory)
 
 NODE = shutil.which("node")
 
@@ -135,22 +135,15 @@ def test_under_node_replica_clients_and_kill_9_of_the_owner(replicated_plain, no
     ack = next(i for i, e in enumerate(mine) if e["kind"] == "ack")
     # At a replica too, the writer's listener sees its write before the acknowledgement.
     assert any(e["kind"] == "value" and (e["value"] or {}).get("first") == 0 for e in mine[:ack]), mine
-    written = 0
-
-    def write(count):
-        nonlocal written
-        for _ in range(count):
-            node.call("setRecorded", "writer", f"rooms/n2/w{written:03d}", written)
-            written += 1
-            time.sleep(0.1)
-
+    writer = PacedWriter(node, "writer", "rooms/n2")
+    write = writer.write
     write(10)
     cluster.kill(owner)
     write(30)
-    until(lambda: len(node.events(kind="ack")) + len(node.events(kind="nack")) >= written + 1,
+    until(lambda: len(node.events(kind="ack")) + len(node.events(kind="nack")) >= writer.written + 1,
           "writes made across the failover were not acknowledged", timeout=60)
     assert not node.events(kind="nack"), node.events(kind="nack")
-    expected = {"first": 0, **{f"w{i:03d}": i for i in range(written)}}
+    expected = {"first": 0, **{f"w{i:03d}": i for i in range(writer.written)}}
     survivor = next(n for n in range(3) if n != owner)
     until(lambda: cluster.rest("GET", survivor, "rooms/n2", ns)[2] == expected, "the new owner lacks writes")
     added = [e["key"] for e in node.events(kind="child_added")]
