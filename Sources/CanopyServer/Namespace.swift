@@ -254,7 +254,7 @@ public final class Namespace {
         // Appends complete in order, and a failed one still passes through the store's queue (an empty
         // submission) so that completions reach the loop in batch order.
         let name = self.name
-        log.append(ClusterBatch.encode(open.operations), change: .operations(open.operations)) { result in
+        log.append(operations: open.operations) { result in
             switch result {
             case .success: submit()
             case .failure(let failure):

@@ -1,6 +1,7 @@
 // NamespaceLog -- the owner's side of one namespace's replicated log (Cluster.md#What-is-replicated).
 //
-// One append at a time, in order: each names the sequence the previous one got
+// One append at a time, in order (the batches flushed while one is in flight go together into the next message):
+// each names the sequence the previous one got
 // (`Nats-Expected-Last-Subject-Sequence`), so once another node's takeover marker is in the log every append of
 // this node is refused (the fence) and the namespace is deposed here. An append that meets no answer (a NATS
 // server lost, a stream leader being elected) is retried with the same `Nats-Msg-Id`, so it is stored once,
@@ -75,15 +76,73 @@ final class NamespaceLog: @unchecked Sendable {
         onDeposedHandler.withLock { $0 = handler }
     }
 
-    /// Appends `payload` (which encodes `change`) after everything appended before; `then` runs on the log's
-    /// queue, in append order, with the stored sequence or why it was not stored.
+    /// An append waiting for the one in flight: a batch's operations, or a message of its own (rules).
+    private struct PendingAppend: Sendable {
+        enum Content: Sendable {
+            case operations([CommittedOperation])
+            case message([UInt8], LogChange)
+        }
+        var content: Content
+        var then: @Sendable (Result<UInt64, LogFailure>) -> Void
+        var isOperations: Bool {
+            if case .operations = content { return true }
+            return false
+        }
+    }
+    /// Appends not yet started, in order (any thread adds; the log's queue takes them).
+    private let pending = Mutex<[PendingAppend]>([])
+
+    /// Appends a batch's operations after everything appended before; `then` runs on the log's queue, in append
+    /// order, with the stored sequence or why it was not stored. The batches that arrive while an append is in
+    /// flight are stored together as one message once it completes: one round trip to the log for all of them,
+    /// where each used to wait for every one before it (each `then` still runs, in order, with that message's
+    /// result).
+    func append(operations: [CommittedOperation], then: @escaping @Sendable (Result<UInt64, LogFailure>) -> Void) {
+        enqueue(PendingAppend(content: .operations(operations), then: then))
+    }
+
+    /// Appends `payload` (which encodes `change`) as a message of its own after everything appended before;
+    /// `then` as for `append(operations:then:)`.
     func append(
         _ payload: [UInt8], change: LogChange, then: @escaping @Sendable (Result<UInt64, LogFailure>) -> Void
     ) {
-        queue.async { [self] in
+        enqueue(PendingAppend(content: .message(payload, change), then: then))
+    }
+
+    private func enqueue(_ append: PendingAppend) {
+        let first = pending.withLock { list -> Bool in
+            list.append(append)
+            return list.count == 1
+        }
+        if first { queue.async { [self] in appendPending() } }
+    }
+
+    /// Stores what is pending, in order: each run of batches as one message, each other message alone.
+    private func appendPending() {
+        while true {
+            let group: [PendingAppend] = pending.withLock { list in
+                guard let first = list.first else { return [] }
+                let count = first.isOperations ? list.prefix(while: \.isOperations).count : 1
+                defer { list.removeFirst(count) }
+                return Array(list.prefix(count))
+            }
+            guard let first = group.first else { return }
+            let payload: [UInt8]
+            let change: LogChange
+            if case .message(let bytes, let what) = first.content {
+                payload = bytes
+                change = what
+            } else {
+                let operations = group.flatMap { append -> [CommittedOperation] in
+                    if case .operations(let operations) = append.content { return operations }
+                    return []
+                }
+                payload = ClusterBatch.encode(operations)
+                change = .operations(operations)
+            }
             let result = appendNow(payload)
             // The writers first; the log's own tree follows before the next append starts.
-            then(result)
+            for append in group { append.then(result) }
             if case .success(let sequence) = result { stored(change, sequence: sequence, bytes: payload.count) }
         }
     }
