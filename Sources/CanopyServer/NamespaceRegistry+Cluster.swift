@@ -103,8 +103,7 @@ extension NamespaceRegistry {
                 remove()
                 continue
             }
-            let left = Countdown(operations.count, remove)
-            for index in operations.indices { operations[index].done = { left.tick() } }
+            operations.whenAllDone(remove)
             onRunDisconnects?(namespace, operations)
         }
     }

@@ -525,8 +525,7 @@ final class WireSession {
         if let store = namespace.disconnectStore, !operations.isEmpty {
             // At a replica: the stored copy is removed once every operation was performed (or refused).
             let session = handshakeID
-            let left = Countdown(operations.count) { store.remove(session: session) }
-            for index in operations.indices { operations[index].done = { left.tick() } }
+            operations.whenAllDone { store.remove(session: session) }
         }
         hub.runDisconnectOperations(operations, in: namespace)
         hub.listenCount -= listenReservations
@@ -622,6 +621,14 @@ final class WireSession {
     }
 
     private static func sessionID() -> String { RandomToken.alphanumeric(32) }
+}
+
+extension [DisconnectOperation] {
+    /// Runs `body` once every operation was performed (or refused). Loop-confined.
+    mutating func whenAllDone(_ body: @escaping () -> Void) {
+        let left = Countdown(count, body)
+        for index in indices { self[index].done = { left.tick() } }
+    }
 }
 
 /// Runs `body` after `count` ticks (loop-confined).
