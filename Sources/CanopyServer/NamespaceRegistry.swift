@@ -31,6 +31,8 @@ public final class NamespaceRegistry {
     let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: 10)
     /// Namespaces whose tree is being loaded, with the requests waiting for it.
     var loading: [String: Loading] = [:]
+    /// Early reads running (RESTEarlyRead).
+    var earlyReads = 0
     /// Namespaces whose file is being closed; a request for one waits (in `loading`) until it is closed.
     var closing: [String: NamespaceStore] = [:]
     var nextWaiterID: UInt64 = 0
@@ -57,6 +59,10 @@ public final class NamespaceRegistry {
     struct Loading {
         var waiters: [UInt64: (waiter: (Result<Namespace, NamespaceUnavailable>) -> Void, timer: TimerHandle?)] = [:]
         var isStarted = false
+        /// The namespace's store, once the load has opened it (early reads read from it).
+        var store: NamespaceStore?
+        /// Early reads waiting for the store to be opened; run with nil when the load fails.
+        var earlyReads: [(NamespaceStore?) -> Void] = []
     }
 
     init(configuration: ServerConfiguration, loop: EventLoop) throws {
@@ -162,6 +168,7 @@ public final class NamespaceRegistry {
         let options = storeOptions(for: name)
         let pool = self.pool
         let hook = configuration.beforeNamespaceLoad
+        let whileLoading = configuration.whileNamespaceLoads
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
         logger.debug("ns.loading", ["ns": name])
@@ -170,6 +177,8 @@ public final class NamespaceRegistry {
             let result: Result<LoadedTree, NamespaceUnavailable>
             do {
                 let store = try NamespaceStore(path: file, options: options, pool: pool)
+                loop.execute { bound.value?.storeOpened(name, store) }
+                whileLoading?(name)
                 let (root, bytes) = try Namespace.loadMeasured(from: store)
                 result = .success(LoadedTree(store: store, root: root, bytes: bytes))
             } catch {
@@ -177,6 +186,16 @@ public final class NamespaceRegistry {
             }
             loop.execute { bound.value?.loaded(name, result) }
         }
+    }
+
+    /// The load of `name` has opened its store: early reads may read it.
+    private func storeOpened(_ name: String, _ store: NamespaceStore) {
+        guard var entry = loading[name] else { return }
+        entry.store = store
+        let waiting = entry.earlyReads
+        entry.earlyReads = []
+        loading[name] = entry
+        for read in waiting { read(store) }
     }
 
     /// A tree read on a store thread, with its open store and its rules text.
@@ -197,6 +216,7 @@ public final class NamespaceRegistry {
         _ name: String, _ result: Result<LoadedTree, NamespaceUnavailable>, prepare: (Namespace) -> Void = { _ in }
     ) {
         let entry = loading.removeValue(forKey: name) ?? Loading()
+        for read in entry.earlyReads { read(nil) }
         let outcome: Result<Namespace, NamespaceUnavailable>
         switch result {
         case .success(let tree):
@@ -310,6 +330,14 @@ public final class NamespaceRegistry {
     /// Gives a namespace being opened its saved rules, if it has any. Saved rules that cannot be read or compiled
     /// fail closed, loudly: the namespace refuses service (see `Namespace.rulesFailure`) and the log says which
     /// file and why. Falling back to the default rules instead could open data the saved rules protect.
+    /// The policy `name` will have once open (its saved rules, else the default); nil when its saved rules
+    /// cannot be loaded (the namespace then refuses every request).
+    func savedPolicy(for name: String) -> (any AccessPolicy)? {
+        let file = rulesFile(for: name)
+        if file.isAbsent { return defaultRules.policy }
+        return (try? file.load()).map { RulesPolicy(rules: $0.rules) }
+    }
+
     private func loadSavedRules(into namespace: Namespace) {
         let file = rulesFile(for: namespace.name)
         if file.isAbsent { return }

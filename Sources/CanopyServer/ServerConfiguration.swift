@@ -98,6 +98,12 @@ public struct ServerConfiguration: Sendable {
 
     /// Test hook: runs on a store thread before a namespace's tree is loaded (to hold a load).
     package var beforeNamespaceLoad: (@Sendable (String) -> Void)? = nil
+    /// Test hook: called on the store thread once a namespace's store is open, before its rows are read (early
+    /// reads are answered meanwhile).
+    package var whileNamespaceLoads: (@Sendable (String) -> Void)? = nil
+    /// How many rows (or, shallow, children) a read of a loading namespace may take from its file before it
+    /// waits for the load instead (RESTEarlyRead).
+    package var earlyReadRowLimit = 20_000
 
     /// Serve HTTPS/WSS with these files (reloaded on SIGHUP); nil serves plaintext.
     public var tls: TLSFiles? = nil

@@ -54,11 +54,12 @@ final class ServerContext {
     /// the default policy over an empty tree (a namespace that is not open holds nothing).
     func authorize(
         _ operation: AccessOperation, at path: Path, as identity: Identity, in name: String, namespace: Namespace?,
-        now: Int64
+        now: Int64, early: EarlyTree? = nil
     ) -> AccessDecision {
-        let decision = (namespace?.policy ?? defaultPolicy).authorize(
-            operation, at: path, as: identity, in: name, old: namespace?.root ?? .empty, new: nil, now: now)
-        if !decision.allowed { registry.metrics.countDenial(operation) }
+        let decision = (early?.policy ?? namespace?.policy ?? defaultPolicy).authorize(
+            operation, at: path, as: identity, in: name, old: early?.root ?? namespace?.root ?? .empty, new: nil,
+            now: now, coverage: early?.coverage)
+        if !decision.allowed, early?.coverage.missed != true { registry.metrics.countDenial(operation) }
         return decision
     }
 

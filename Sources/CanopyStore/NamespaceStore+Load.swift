@@ -32,7 +32,7 @@ extension NamespaceStore {
     }
 
     /// Decodes the current row of `SQL.selectAll`.
-    private static func entry(from row: Statement) throws(StoreError) -> StoredEntry {
+    static func entry(from row: Statement) throws(StoreError) -> StoredEntry {
         let key = row.text(at: 0) ?? ""
         let path = StoreSchema.path(for: key)
         let priority = try row.text(at: 3).map { (text) throws(StoreError) in try LeafCodec.decode(text, key: key) }

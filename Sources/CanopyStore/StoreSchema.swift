@@ -71,6 +71,17 @@ enum StoreSchema {
             ON CONFLICT (key) DO UPDATE SET kind = ?2, value = ?3, priority = ?4
             """
         static let selectAll = "SELECT key, kind, value, priority FROM nodes ORDER BY key"
+        // Reads of one subtree or one node's children (NamespaceStore+Peek).
+        static let selectAllLimited = "SELECT key, kind, value, priority FROM nodes ORDER BY key LIMIT ?1"
+        static let selectKey = "SELECT key, kind, value, priority FROM nodes WHERE key = ?1"
+        static let selectRangeLimited =
+            "SELECT key, kind, value, priority FROM nodes WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3"
+        static let firstAtOrAfterBelow =
+            "SELECT key, kind, value FROM nodes WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT 1"
+        static let firstAtOrAfter = "SELECT key, kind, value FROM nodes WHERE key >= ?1 ORDER BY key LIMIT 1"
+        static let firstAfterBelow =
+            "SELECT key, kind, value FROM nodes WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT 1"
+        static let firstAfter = "SELECT key, kind, value FROM nodes WHERE key > ?1 ORDER BY key LIMIT 1"
 
         static let begin = "BEGIN IMMEDIATE"
         static let beginRead = "BEGIN DEFERRED"

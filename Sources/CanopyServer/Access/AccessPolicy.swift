@@ -27,6 +27,9 @@ public struct AccessRequest: Sendable {
     public var newRoot: Node?
     /// Server time of the operation, in ms.
     public var now: Int64
+    /// When `oldRoot` holds only part of the namespace (a read while it loads): the paths it holds in full. A
+    /// rules policy notes there any look at data outside them (the decision is then not exact).
+    var coverage: ReadCoverage? = nil
 }
 
 /// The outcome of an authorization check; `reason` names the rule that granted or the place it was denied.
@@ -56,12 +59,12 @@ extension AccessPolicy {
     /// Decides one request: the only place an `AccessRequest` is assembled. Denials are logged (debug).
     public func authorize(
         _ operation: AccessOperation, at path: Path, as identity: Identity, in namespace: String, old: Node,
-        new: Node?, now: Int64
+        new: Node?, now: Int64, coverage: ReadCoverage? = nil
     ) -> AccessDecision {
         let decision = decide(
             AccessRequest(
                 identity: identity, namespace: namespace, path: path, operation: operation, oldRoot: old,
-                newRoot: new, now: now))
+                newRoot: new, now: now, coverage: coverage))
         if !decision.allowed {
             Logger(label: "canopy.rules").debug(
                 "rules.denied", ["ns": namespace, "path": path.description, "why": decision.reason])

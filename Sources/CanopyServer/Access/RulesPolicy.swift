@@ -17,9 +17,14 @@ public struct RulesPolicy: AccessPolicy {
         let decision: RuleDecision
         switch request.operation {
         case .read(let query):
-            decision = rules.canRead(
-                path: request.path.segments, root: old, auth: auth, now: request.now,
-                query: query.map(RuleQuery.init(spec:)))
+            let query = query.map(RuleQuery.init(spec:))
+            if let coverage = request.coverage {
+                decision = rules.canRead(
+                    path: request.path.segments, root: CoveredRuleData(data: old, coverage: coverage), auth: auth,
+                    now: request.now, query: query)
+            } else {
+                decision = rules.canRead(path: request.path.segments, root: old, auth: auth, now: request.now, query: query)
+            }
         case .write:
             decision = rules.canWrite(
                 path: request.path.segments, oldRoot: old, newRoot: NodeRuleData(root: request.newRoot ?? .empty),

@@ -65,6 +65,9 @@ struct MetricsExposition {
             "Changes serialized for subscribers: once per listened location, change and transport.",
             metrics.pushSerializations)
         out.counter(
+            "canopy_early_reads_total", "REST reads answered from a namespace's file while its tree was loading.",
+            metrics.earlyReads)
+        out.counter(
             "canopy_slow_consumers_dropped_total", "Streams and sockets closed over --max-output-backlog.",
             server?.slowConsumersDisconnected ?? 0)
         out.labelled(

@@ -22,6 +22,8 @@ final class ServerMetrics {
     /// Changes serialized for subscribers: once per listen group, update and transport, however many listen
     /// (the fan-out shares the bytes; see Architecture.md#The-fan-out).
     var pushSerializations = 0
+    /// REST reads answered from a namespace's file while its tree was loading (RESTEarlyRead).
+    private(set) var earlyReads = 0
     /// Publish-engine actions (publish, unpublish, revert, rollback) answered, by outcome.
     private(set) var publishesByOutcome: [String: Int] = [:]
     /// Each publish-engine action's time from request to durable answer, in seconds.
@@ -44,6 +46,8 @@ final class ServerMetrics {
             }
         ruleDenials[label, default: 0] += 1
     }
+
+    func countEarlyRead() { earlyReads += 1 }
 
     func countPublish(_ outcome: String, since start: UInt64) {
         publishesByOutcome[outcome, default: 0] += 1

@@ -6,7 +6,9 @@ import CanopyNet
 extension RESTHandler {
     // MARK: GET
 
-    func handleGet(_ request: DataRequest, _ responder: HTTPResponder) throws {
+    /// - Parameter early: what an early read found while the namespace loads (RESTEarlyRead); throws
+    ///   `EarlyReadNeedsTree` when that is not enough to answer exactly.
+    func handleGet(_ request: DataRequest, _ responder: HTTPResponder, early: EarlyTree? = nil) throws {
         // `GET /p/.priority.json` reads the priority of `/p` (null when it has none), under `/p`'s read rules.
         let priorityOf = request.path.lastKey.flatMap { sameKey($0, Key.priority) ? request.path.parent : nil }
         let stream = request.http.header("accept")?.contains("text/event-stream") == true
@@ -17,6 +19,7 @@ extension RESTHandler {
                 throw RESTError(400, "A .priority can only be read as a value: stream or query its parent instead.")
             }
         }
+        if stream, early != nil { throw EarlyReadNeedsTree() }
         if stream, let realtime = context.realtime {
             try realtime.startEventStream(request, responder)
             return
@@ -31,10 +34,10 @@ extension RESTHandler {
         if (wantsETag || ifNoneMatch != nil) && (query != nil || shallow) {
             throw RESTError(400, "ETags are not supported together with queries or shallow reads.")
         }
-        let namespace = try context.namespace(request.namespaceName, create: false)
-        let root = namespace?.root ?? .empty
-        try authorizeRead(request, at: priorityOf ?? request.path, query: query, namespace: namespace)
-        if (namespace?.policy ?? context.defaultPolicy).isUnindexed(query, at: request.path) {
+        let namespace = early == nil ? try context.namespace(request.namespaceName, create: false) : nil
+        let root = early?.root ?? namespace?.root ?? .empty
+        try authorizeRead(request, at: priorityOf ?? request.path, query: query, namespace: namespace, early: early)
+        if (early?.policy ?? namespace?.policy ?? context.defaultPolicy).isUnindexed(query, at: request.path) {
             Logger(label: "canopy.rules").warning(
                 "query.unindexed", ["ns": request.namespaceName, "path": request.path.description,
                 "hint": "add .indexOn for this key to the rules"])
@@ -208,10 +211,13 @@ extension RESTHandler {
     }
 
     /// Refuses a read that the policy does not allow (of a namespace that may not be open: its default rules).
-    func authorizeRead(_ request: DataRequest, at path: Path, query: QuerySpec?, namespace: Namespace?) throws {
+    func authorizeRead(
+        _ request: DataRequest, at path: Path, query: QuerySpec?, namespace: Namespace?, early: EarlyTree? = nil
+    ) throws {
         let decision = context.authorize(
             .read(query: query), at: path, as: request.identity, in: request.namespaceName, namespace: namespace,
-            now: request.now)
+            now: request.now, early: early)
+        if early?.coverage.missed == true { throw EarlyReadNeedsTree() }
         guard decision.allowed else { throw WriteError.permissionDenied(reason: decision.reason) }
     }
 }

@@ -37,11 +37,12 @@ final class RESTHandler: HTTPHandler {
             responder.respond(ConsoleEndpoint.response(to: request))
             return
         }
-        context.whenNamespaceReady(for: request, responder) { [self] in handleLoaded(request, responder) }
+        if answerEarly(request, responder) { return }
+        context.whenNamespaceReady(for: request, responder) { [self] in handleLoadedRequest(request, responder) }
     }
 
     /// Handles a request whose namespace is open (or has no file).
-    private func handleLoaded(_ request: HTTPRequest, _ responder: HTTPResponder) {
+    func handleLoadedRequest(_ request: HTTPRequest, _ responder: HTTPResponder) {
         do {
             try route(request, responder)
         } catch {
