@@ -5,8 +5,10 @@
 // starting offsets — a two-level B-tree. Lookups binary-search the directory, then the chunk: O(log n). One
 // insert, replace or remove copies a single chunk plus the directory. Both cost about n / chunk size + chunk size
 // reference copies, least when chunks hold about √n children: lists are built in chunks of `chunkTarget(n)`
-// (√n, kept within 32...128), and a chunk splits once it holds more than twice the target. For 1 000 children a
-// write copies about 100 references instead of 2 000, for 200 000 about 3 000 instead of 400 000.
+// (√n, kept within 32...1 024), and a chunk splits once it holds more than twice the target. The directory holds
+// the chunks' first keys, not their entries, so copying it retains no node. For 1 000 children a write copies
+// about 100 references instead of 2 000, for 200 000 about 1 400 instead of 400 000, for 1 000 000 about 3 000.
+// (Chunks of at most 128, as before, cost 5 000 at 200 000 children and 16 000 at 1 000 000.)
 //
 // Entries are a struct (key, node, and the key's integer value cached for ordering) rather than the public
 // `(key, node)` tuple: an array of tuples is copied element by element through the runtime's generic tuple
@@ -21,11 +23,13 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// Lists up to this size stay flat.
     static let flatLimit = 64
 
-    /// The chunk size for a list of `count` children: about √count, within 32...128.
+    /// The chunk size for a list of `count` children: about √count, within 32...1 024.
     static func chunkTarget(_ count: Int) -> Int {
-        var root = 32
-        while root < 128 && (root + 1) * (root + 1) <= count { root += 1 }
-        return root
+        guard count > 32 * 32 else { return 32 }
+        var root = Int(Double(count).squareRoot())
+        while root * root > count { root -= 1 }
+        while (root + 1) * (root + 1) <= count { root += 1 }
+        return Swift.min(root, 1_024)
     }
 
     /// One stored child, with its key's integer value cached for ordering (binary searches compare a probe key
@@ -46,6 +50,17 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
     }
 
+    /// A chunk's first key, with its cached integer value (what a directory search compares).
+    struct FirstKey: Sendable {
+        let key: String
+        let integer: Int64
+
+        init(_ entry: Entry) {
+            key = entry.key
+            integer = entry.integer
+        }
+    }
+
     private enum Storage: Sendable {
         case flat([Entry])
         indirect case chunked(Chunks)
@@ -53,9 +68,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     private struct Chunks: Sendable {
         var chunks: [[Entry]]
-        /// The first key of each chunk.
-        /// The first entry of each chunk (its key, with the cached integer value searches compare).
-        var firsts: [Entry]
+        /// The first key of each chunk, with the cached integer value searches compare.
+        var firsts: [FirstKey]
         /// The number of children before each chunk.
         var offsets: [Int]
         var count: Int
@@ -98,7 +112,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             offsets.append(total)
             total += chunk.count
         }
-        return Chunks(chunks: chunks, firsts: chunks.map { $0[0] }, offsets: offsets, count: total)
+        return Chunks(chunks: chunks, firsts: chunks.map { FirstKey($0[0]) }, offsets: offsets, count: total)
     }
 
     public var startIndex: Int { 0 }
@@ -185,7 +199,11 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 var high = firsts.count
                 while high - low > 1 {
                     let mid = (low + high) / 2
-                    if NodeChildren.compare(firsts, mid, key, probe) <= 0 { low = mid } else { high = mid }
+                    if NodeChildren.compare(firsts[mid].key, firsts[mid].integer, key, probe) <= 0 {
+                        low = mid
+                    } else {
+                        high = mid
+                    }
                 }
                 return low
             }
@@ -203,7 +221,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             var high = entries.count
             while low < high {
                 let mid = (low + high) / 2
-                let c = compare(entries, mid, key, probe)
+                let c = compare(entries[mid].key, entries[mid].integer, key, probe)
                 if c == 0 { return (mid, true) }
                 if c < 0 { low = mid + 1 } else { high = mid }
             }
@@ -211,20 +229,17 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
     }
 
-    /// `compareKeys(entries[index].key, key)`, where `probe` is the integer value of `key` (or
-    /// `Entry.notInteger`).
+    /// `compareKeys(storedKey, key)`, where `stored` and `probe` are the integer values of `storedKey` and `key`
+    /// (or `Entry.notInteger`).
     @inline(__always)
-    private static func compare(_ entries: UnsafeBufferPointer<Entry>, _ index: Int, _ key: String, _ probe: Int64)
-        -> Int
-    {
-        let stored = entries[index].integer
+    private static func compare(_ storedKey: String, _ stored: Int64, _ key: String, _ probe: Int64) -> Int {
         if stored != Entry.notInteger {
             if probe == Entry.notInteger { return -1 }  // integer-like keys sort first
             if stored != probe { return stored < probe ? -1 : 1 }
-            return compareKeys(entries[index].key, key)  // same value: length, then code units
+            return compareKeys(storedKey, key)  // same value: length, then code units
         }
         if probe != Entry.notInteger { return 1 }
-        return compareUTF16(entries[index].key, key)
+        return compareUTF16(storedKey, key)
     }
 
     /// The child at a found slot.
@@ -256,11 +271,11 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         case .chunked(var c):
             if slot.found {
                 c.chunks[slot.chunk][slot.position] = element
-                if slot.position == 0 { c.firsts[slot.chunk] = element }
+                if slot.position == 0 { c.firsts[slot.chunk] = FirstKey(element) }
                 return NodeChildren(storage: .chunked(c))
             }
             c.chunks[slot.chunk].insert(element, at: slot.position)
-            if slot.position == 0 { c.firsts[slot.chunk] = element }
+            if slot.position == 0 { c.firsts[slot.chunk] = FirstKey(element) }
             c.count += 1
             for i in (slot.chunk + 1)..<c.offsets.count { c.offsets[i] += 1 }
             if c.chunks[slot.chunk].count > 2 * NodeChildren.chunkTarget(c.count) {
@@ -268,7 +283,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 let half = full.count / 2
                 c.chunks[slot.chunk] = Array(full[..<half])
                 c.chunks.insert(Array(full[half...]), at: slot.chunk + 1)
-                c.firsts.insert(full[half], at: slot.chunk + 1)
+                c.firsts.insert(FirstKey(full[half]), at: slot.chunk + 1)
                 c.offsets.insert(c.offsets[slot.chunk] + half, at: slot.chunk + 1)
             }
             return NodeChildren(storage: .chunked(c))
@@ -290,7 +305,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 c.firsts.remove(at: slot.chunk)
                 c.offsets.remove(at: slot.chunk)
             } else if slot.position == 0 {
-                c.firsts[slot.chunk] = c.chunks[slot.chunk][0]
+                c.firsts[slot.chunk] = FirstKey(c.chunks[slot.chunk][0])
             }
             if c.count <= NodeChildren.flatLimit / 2 {
                 return NodeChildren(storage: .flat(c.chunks.flatMap { $0 }))

@@ -65,6 +65,24 @@ import Testing
         check(shrinking, Array(keys.prefix(5)).sorted { compareKeys($0, $1) < 0 })
     }
 
+    @Test func largeListsUseChunksOfAboutTheSquareRootOfTheirSize() {
+        var rng = SeededGenerator(seed: 7)
+        let keys = (0..<40_000).map { "k\($0)" }
+        let sorted = keys.sorted { compareKeys($0, $1) < 0 }
+        var node = Node.empty
+        for key in keys.shuffled(using: &rng) { node = node.settingChild(key, Node(leaf: 1)) }
+        check(node, sorted)
+        // A list built whole has √n chunks of √n; one grown by inserts splits a chunk past twice that, so it has
+        // 100 to 200 chunks of 200 to 400 (chunks of at most 128, as before, made 157 to 313).
+        let built = Node(children: sorted.map { (key: $0, node: Node(leaf: 1)) })
+        #expect(built.children.chunkCount == 200)
+        #expect((100...200).contains(node.children.chunkCount))
+        #expect(node == built)
+        // Removing most of it keeps it sorted and findable.
+        for key in keys.prefix(39_000) { node = node.settingChild(key, .empty) }
+        check(node, Array(keys.suffix(1_000)).sorted { compareKeys($0, $1) < 0 })
+    }
+
     @Test func keysBeforeTheFirstChunkInsertAtTheFront() {
         let built = Node(children: (1000..<1400).map { (key: "k\($0)", node: Node(leaf: 1)) })
         let updated = built.settingChild("a", Node(leaf: 0)).settingChild("-5", Node(leaf: 0))
