@@ -126,11 +126,16 @@ extension RESTHandler {
     /// Answers a plain REST GET of a namespace that is loading from its file as soon as the part it reads is
     /// there, or when the load ends, whichever is first. False (nothing done) for any other request.
     func answerEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
-        guard request.method == "GET", request.path.hasSuffix(".json"), !request.path.hasPrefix("/.") || request.path == "/.json",
+        // The cheap checks first: this runs for every request, and a GET of an open namespace must not be parsed
+        // twice. The namespace is named as `whenNamespaceReady` names it (the last `ns` wins, as in REST).
+        let registry = context.registry
+        guard request.method == "GET", registry.cluster == nil, request.path.hasSuffix(".json"),
+            !request.path.hasPrefix("/.") || request.path == "/.json",
+            let name = request.query.last(where: { $0.name == "ns" && !$0.value.isEmpty })?.value
+                ?? (try? context.namespaceName(request, params: [:])),
+            registry.mustWait(for: name), registry.closing[name] == nil,
             request.header("accept")?.contains("text/event-stream") != true, context.realtime?.handles(request) != true,
-            let data = try? parseDataRequest(request, method: "GET"),
-            context.registry.cluster == nil, context.registry.mustWait(for: data.namespaceName),
-            context.registry.closing[data.namespaceName] == nil
+            let data = try? parseDataRequest(request, method: "GET"), data.namespaceName == name
         else { return false }
         // A `.priority` read reads its parent; a shallow read only the children's keys.
         let priorityOf = data.path.lastKey.flatMap { sameKey($0, Key.priority) ? data.path.parent : nil }
