@@ -109,6 +109,8 @@ final class ServerContext {
         guard let name = names.first(where: { DataDirectory.isValidNamespace($0) && registry.mustWait(for: $0) })
         else { return body() }
         registry.whenOpen(name, create: false) { [weak self] result in
+            // A read answered from the file meanwhile (RESTEarlyRead) needs nothing more, not even a failure.
+            guard !responder.hasAnswered else { return }
             switch result {
             case .success: self?.whenNamespaceReady(for: request, responder, body)
             case .failure(NamespaceUnavailable.elsewhere(_, _, let url)):

@@ -151,6 +151,33 @@ private final class PendingRequest: Sendable {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func aLoadThatTimesOutAfterAnEarlyAnswerAnswersNothingMore() throws {
+        let directory = try prepare()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gate = OpenStoreGate()
+        let server = try InProcessServer { configuration in
+            configuration.dataDirectory = directory
+            configuration.whileNamespaceLoads = { gate.hook($0) }
+            configuration.namespaceLoadTimeoutMilliseconds = 200
+            configuration.earlyReadRowLimit = 6
+        }
+        defer {
+            gate.release()
+            server.stop(removeData: false)
+        }
+        let early = PendingRequest(port: server.port, "/motto.json?ns=\(Self.ns)&auth=\(server.admin)")
+        #expect(gate.waitUntilHeld())
+        #expect(early.wait(5)?.json == "hi")
+        // The request also waited for the load, which now times out: that waiter must answer nothing (a second
+        // answer on the same request stopped the daemon), and a request that only waits (more rows than the limit) gets the 503.
+        let waiting = PendingRequest(port: server.port, "/.json?ns=\(Self.ns)&auth=\(server.admin)")
+        #expect(waiting.wait(5)?.status == 503)
+        let other = try server.client().json(
+            "PUT", "/v.json?ns=other", #""x""#, headers: [("Authorization", "Bearer \(server.admin)")])
+        #expect(other.status == 200)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func aReadOfAnOpenNamespaceIsNotAnEarlyRead() throws {
         let directory = try prepare()
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -7,7 +7,7 @@
 public final class HTTPResponder {
     private(set) weak var connection: HTTPConnection?
     let entry: PipelineEntry
-    fileprivate(set) var hasAnswered = false
+    public fileprivate(set) var hasAnswered = false
 
     init(connection: HTTPConnection, entry: PipelineEntry) {
         self.connection = connection

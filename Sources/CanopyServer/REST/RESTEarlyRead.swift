@@ -140,15 +140,11 @@ extension RESTHandler {
         // A `.priority` read reads its parent; a shallow read only the children's keys.
         let priorityOf = data.path.lastKey.flatMap { sameKey($0, Key.priority) ? data.path.parent : nil }
         let shallow = data.params["shallow"] == "true"
-        var answered = false
-        context.whenNamespaceReady(for: request, responder) { [self] in
-            guard !answered else { return }
-            answered = true
-            handleLoadedRequest(request, responder)
-        }
-        guard !answered else { return true }
+        // Whichever answers first, the other does nothing: `whenNamespaceReady` skips a responder that has answered.
+        context.whenNamespaceReady(for: request, responder) { [self] in handleLoadedRequest(request, responder) }
+        guard !responder.hasAnswered else { return true }
         context.registry.readEarly(data.namespaceName, at: priorityOf ?? data.path, shallow: shallow) { [self] tree in
-            guard let tree, !answered, context.registry.open[data.namespaceName] == nil else { return }
+            guard let tree, !responder.hasAnswered, context.registry.open[data.namespaceName] == nil else { return }
             do {
                 try handleGet(data, responder, early: tree)
             } catch is EarlyReadNeedsTree {
@@ -156,7 +152,6 @@ extension RESTHandler {
             } catch {
                 responder.respond(.error(error))
             }
-            answered = true
             context.registry.metrics.countEarlyRead()
         }
         return true
