@@ -89,8 +89,11 @@ private final class PendingRequest: Sendable {
             .flatMap { Int($0.split(separator: " ")[1]) }
     }
 
-    @Test(.timeLimit(.minutes(1)))
-    func readsThatTheFileAnswersExactlyDoNotWaitForTheLoad() throws {
+    /// Runs `body` with a daemon on the prepared directory whose loads are held once their store is open, and
+    /// whose early reads take at most 6 rows.
+    private func withHeldLoad(
+        timeoutMilliseconds: Int? = nil, _ body: (InProcessServer, OpenStoreGate) throws -> Void
+    ) throws {
         let directory = try prepare()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gate = OpenStoreGate()
@@ -98,11 +101,21 @@ private final class PendingRequest: Sendable {
             configuration.dataDirectory = directory
             configuration.whileNamespaceLoads = { gate.hook($0) }
             configuration.earlyReadRowLimit = 6
+            if let timeoutMilliseconds { configuration.namespaceLoadTimeoutMilliseconds = timeoutMilliseconds }
         }
         defer {
             gate.release()
             server.stop(removeData: false)
         }
+        try body(server, gate)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func readsThatTheFileAnswersExactlyDoNotWaitForTheLoad() throws {
+        try withHeldLoad { server, gate in try readsWhileHeld(server, gate) }
+    }
+
+    private func readsWhileHeld(_ server: InProcessServer, _ gate: OpenStoreGate) throws {
         let port = server.port
         let ada = try token(server, uid: "ada")
         func ask(_ target: String, auth: String? = nil) -> PendingRequest {
@@ -152,19 +165,10 @@ private final class PendingRequest: Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func aLoadThatTimesOutAfterAnEarlyAnswerAnswersNothingMore() throws {
-        let directory = try prepare()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let gate = OpenStoreGate()
-        let server = try InProcessServer { configuration in
-            configuration.dataDirectory = directory
-            configuration.whileNamespaceLoads = { gate.hook($0) }
-            configuration.namespaceLoadTimeoutMilliseconds = 200
-            configuration.earlyReadRowLimit = 6
-        }
-        defer {
-            gate.release()
-            server.stop(removeData: false)
-        }
+        try withHeldLoad(timeoutMilliseconds: 200) { server, gate in try timeoutAfterEarlyAnswer(server, gate) }
+    }
+
+    private func timeoutAfterEarlyAnswer(_ server: InProcessServer, _ gate: OpenStoreGate) throws {
         let early = PendingRequest(port: server.port, "/motto.json?ns=\(Self.ns)&auth=\(server.admin)")
         #expect(gate.waitUntilHeld())
         #expect(early.wait(5)?.json == "hi")
