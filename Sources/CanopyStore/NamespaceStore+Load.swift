@@ -10,13 +10,12 @@ extension NamespaceStore {
     /// - Parameter body: called once per row; throwing stops the scan and rethrows.
     /// - Throws: `StoreError` (`.sqlite`, `.corrupt`) or whatever `body` throws.
     public func loadAll(_ body: (StoredEntry) throws -> Void) throws {
-        let connection: SQLiteConnection
+        let connection = try openReadTransaction()
         let select: Statement
         do {
-            connection = try SQLiteConnection(path: path, mode: .readOnly)
-            try connection.execute(StoreSchema.SQL.beginRead)
             select = try connection.prepare(StoreSchema.SQL.selectAll)
         } catch {
+            try? connection.execute(StoreSchema.SQL.commit)
             throw StoreError(error, location: path)
         }
         defer {
@@ -28,6 +27,17 @@ extension NamespaceStore {
             do { hasRow = try select.step() } catch { throw StoreError(error, location: path) }
             guard hasRow else { break }
             try body(Self.entry(from: select))
+        }
+    }
+
+    /// A new read-only connection to the file, in a read transaction (one consistent snapshot); commit it when done.
+    func openReadTransaction() throws(StoreError) -> SQLiteConnection {
+        do {
+            let connection = try SQLiteConnection(path: path, mode: .readOnly)
+            try connection.execute(StoreSchema.SQL.beginRead)
+            return connection
+        } catch {
+            throw StoreError(error, location: path)
         }
     }
 

@@ -85,15 +85,9 @@ extension NamespaceStore {
         }
     }
 
-    /// Runs `body` in a read transaction of a new read-only connection.
+    /// Runs `body` in a read transaction of a new read-only connection (`openReadTransaction`).
     private func withReadTransaction<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        let connection: SQLiteConnection
-        do {
-            connection = try SQLiteConnection(path: path, mode: .readOnly)
-            try connection.execute(StoreSchema.SQL.beginRead)
-        } catch {
-            throw StoreError(error, location: path)
-        }
+        let connection = try openReadTransaction()
         defer { try? connection.execute(StoreSchema.SQL.commit) }
         return try body(connection)
     }
@@ -129,17 +123,14 @@ extension NamespaceStore {
     private func firstKey(_ connection: SQLiteConnection, from cursor: String, inclusive: Bool, below end: String?)
         throws(StoreError) -> (key: String, kind: Int64, value: String?)?
     {
-        let sql: String =
-            switch (inclusive, end != nil) {
-            case (true, true): StoreSchema.SQL.firstAtOrAfterBelow
-            case (true, false): StoreSchema.SQL.firstAtOrAfter
-            case (false, true): StoreSchema.SQL.firstAfterBelow
-            case (false, false): StoreSchema.SQL.firstAfter
-            }
+        // "After k" is "at or after k + U+0001": no key holds U+0000 (keys exclude control characters), so nothing
+        // sorts between the two.
+        let from = inclusive ? cursor : cursor + "\u{1}"
+        let sql = end == nil ? StoreSchema.SQL.firstFrom : StoreSchema.SQL.firstFromBelow
         return try sqlite { () throws(SQLiteError) in
             let statement = try connection.prepare(sql)
             defer { statement.reset() }
-            try statement.bind(cursor, at: 1)
+            try statement.bind(from, at: 1)
             if let end { try statement.bind(end, at: 2) }
             guard try statement.step() else { return nil }
             return (statement.text(at: 0) ?? "", statement.int64(at: 1), statement.text(at: 2))

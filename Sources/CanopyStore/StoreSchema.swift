@@ -76,12 +76,9 @@ enum StoreSchema {
         static let selectKey = "SELECT key, kind, value, priority FROM nodes WHERE key = ?1"
         static let selectRangeLimited =
             "SELECT key, kind, value, priority FROM nodes WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3"
-        static let firstAtOrAfterBelow =
+        static let firstFromBelow =
             "SELECT key, kind, value FROM nodes WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT 1"
-        static let firstAtOrAfter = "SELECT key, kind, value FROM nodes WHERE key >= ?1 ORDER BY key LIMIT 1"
-        static let firstAfterBelow =
-            "SELECT key, kind, value FROM nodes WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT 1"
-        static let firstAfter = "SELECT key, kind, value FROM nodes WHERE key > ?1 ORDER BY key LIMIT 1"
+        static let firstFrom = "SELECT key, kind, value FROM nodes WHERE key >= ?1 ORDER BY key LIMIT 1"
 
         static let begin = "BEGIN IMMEDIATE"
         static let beginRead = "BEGIN DEFERRED"

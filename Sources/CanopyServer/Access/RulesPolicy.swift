@@ -18,13 +18,10 @@ public struct RulesPolicy: AccessPolicy {
         switch request.operation {
         case .read(let query):
             let query = query.map(RuleQuery.init(spec:))
-            if let coverage = request.coverage {
-                decision = rules.canRead(
-                    path: request.path.segments, root: CoveredRuleData(data: old, coverage: coverage), auth: auth,
-                    now: request.now, query: query)
-            } else {
-                decision = rules.canRead(path: request.path.segments, root: old, auth: auth, now: request.now, query: query)
+            func canRead(_ root: some RuleDataTree) -> RuleDecision {
+                rules.canRead(path: request.path.segments, root: root, auth: auth, now: request.now, query: query)
             }
+            decision = request.coverage.map { canRead(CoveredRuleData(data: old, coverage: $0)) } ?? canRead(old)
         case .write:
             decision = rules.canWrite(
                 path: request.path.segments, oldRoot: old, newRoot: NodeRuleData(root: request.newRoot ?? .empty),
