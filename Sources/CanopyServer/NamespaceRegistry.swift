@@ -33,6 +33,9 @@ public final class NamespaceRegistry {
     var loading: [String: Loading] = [:]
     /// Early reads running (RESTEarlyRead).
     var earlyReads = 0
+    /// Early reads waiting for one of those running to end, in arrival order (a reconnecting audience asks for
+    /// thousands at once).
+    var earlyReadQueue: [() -> Void] = []
     /// Namespaces whose file is being closed; a request for one waits (in `loading`) until it is closed.
     var closing: [String: NamespaceStore] = [:]
     var nextWaiterID: UInt64 = 0
@@ -63,6 +66,8 @@ public final class NamespaceRegistry {
         var store: NamespaceStore?
         /// Early reads waiting for the store to be opened; run with nil when the load fails.
         var earlyReads: [(NamespaceStore?) -> Void] = []
+        /// The saved rules early reads decide by, read once per load (`.some(nil)`: they cannot be loaded).
+        var earlyPolicy: (any AccessPolicy)??
     }
 
     init(configuration: ServerConfiguration, loop: EventLoop) throws {

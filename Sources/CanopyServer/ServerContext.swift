@@ -9,6 +9,8 @@ protocol RealtimeService: AnyObject {
     /// Whether this request is a realtime transport (`/.ws`, `/.lp`).
     func handles(_ request: HTTPRequest) -> Bool
     func handle(_ request: HTTPRequest, _ responder: HTTPResponder)
+    /// Opens a WebSocket at once while its namespace loads (true), or does nothing (false).
+    func openEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool
     /// `GET` with `Accept: text/event-stream`.
     func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws
     /// The namespace's rules were replaced: re-check every listener.

@@ -197,4 +197,74 @@ private final class PendingRequest: Sendable {
         #expect(try server.client().json("GET", "/motto.json?ns=\(Self.ns)", headers: admin).json == "changed")
         #expect(try earlyReads(server) == before)
     }
+    @Test(.timeLimit(.minutes(1)))
+    func aWebSocketOpensWhileTheTreeLoadsAndItsListensAreAnsweredFromTheFile() throws {
+        try withHeldLoad { server, gate in try listensWhileHeld(server, gate) }
+    }
+
+    private func listensWhileHeld(_ server: InProcessServer, _ gate: OpenStoreGate) throws {
+        // The upgrade starts the load; the handshake does not wait for it.
+        let client = try WireTestClient(port: server.port, namespace: Self.ns)
+        #expect(gate.waitUntilHeld())
+        #expect(client.waitFor { $0["t"] == "c" && $0["d"]?["t"] == "h" } != nil)
+        let auth = client.request("auth", ["cred": .string(try token(server, uid: "ada"))])
+        let own = client.request("q", ["p": "/users/ada", "h": ""])
+        let room = client.request("q", ["p": "/rooms/r1", "h": ""])  // its rule reads /members: waits
+        let other = client.request("q", ["p": "/users/bob", "h": ""])  // refused: nothing early
+        let list = client.request("q", ["p": "/list", "q": ["i": "n", "l": 2, "vf": "l"], "t": 7, "h": ""])
+        let ownValue = try #require(client.push("d", path: "/users/ada"))
+        #expect(ownValue["d"]?["b"]?["d"] == ["name": "Ada", "age": 36])
+        let listValue = try #require(client.push("d", path: "/list"))
+        #expect(listValue["d"]?["b"]?["t"] == 7)
+        #expect(listValue["d"]?["b"]?["d"] == ["b": ["n": 1], "c": ["n": 2]])
+        // Nothing is answered, or sent for the other listens, before the tree is loaded.
+        #expect(client.waitFor(timeout: 0.3) { $0["d"]?["r"] != nil || $0["d"]?["b"]?["p"] == "/rooms/r1" } == nil)
+        #expect(try earlyReads(server) == 2)
+
+        gate.release()
+        #expect(client.reply(auth)?["d"]?["b"]?["s"] == "ok")
+        #expect(client.reply(own)?["d"]?["b"]?["s"] == "ok")
+        #expect(client.push("d", path: "/rooms/r1")?["d"]?["b"]?["d"] == ["topic": "Swift"])
+        #expect(client.reply(room)?["d"]?["b"]?["s"] == "ok")
+        #expect(client.reply(other)?["d"]?["b"]?["s"] == "permission_denied")
+        #expect(client.reply(list)?["d"]?["b"]?["s"] == "ok")
+        // The values sent early are not sent again; later changes arrive as updates.
+        #expect(!client.takeAll().contains { $0["d"]?["b"]?["p"] == "/users/ada" || $0["d"]?["b"]?["p"] == "/list" })
+        let admin = [("Authorization", "Bearer \(server.admin)")]
+        #expect(try server.client().json("PUT", "/users/ada/age.json?ns=\(Self.ns)", "37", headers: admin).status == 200)
+        #expect(client.push("d", path: "/users/ada/age")?["d"]?["b"]?["d"] == 37)
+        #expect(try earlyReads(server) == 2)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aListenAfterAWriteWaitsForTheLoad() throws {
+        try withHeldLoad { server, gate in
+            let client = try WireTestClient(port: server.port, namespace: Self.ns)
+            #expect(gate.waitUntilHeld())
+            _ = client.request("auth", ["cred": .string(server.admin)])
+            let write = client.request("p", ["p": "/motto", "d": "changed"])
+            let listen = client.request("q", ["p": "/motto", "h": ""])
+            // Answered from the file, the listen would show the value the write replaces.
+            #expect(client.push("d", path: "/motto", timeout: 0.3) == nil)
+            gate.release()
+            #expect(client.reply(write)?["d"]?["b"]?["s"] == "ok")
+            #expect(client.push("d", path: "/motto")?["d"]?["b"]?["d"] == "changed")
+            #expect(client.reply(listen)?["d"]?["b"]?["s"] == "ok")
+            #expect(try earlyReads(server) == 0)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWebSocketWhoseLoadTimesOutIsClosed() throws {
+        try withHeldLoad(timeoutMilliseconds: 200) { server, gate in
+            let client = try WireTestClient(port: server.port, namespace: Self.ns)
+            #expect(gate.waitUntilHeld())
+            _ = client.request("auth", ["cred": .string(server.admin)])
+            #expect(client.push("d", path: "/motto", timeout: 0.01) == nil)
+            _ = client.request("q", ["p": "/motto", "h": ""])
+            #expect(client.push("d", path: "/motto")?["d"]?["b"]?["d"] == "hi")
+            #expect(client.waitUntilClosed())
+            #expect(client.serverCloseCode == 1011)
+        }
+    }
 }

@@ -56,15 +56,29 @@ struct EarlyTree {
 struct EarlyReadNeedsTree: Error {}
 
 extension NamespaceRegistry {
-    /// Early reads running at once; past it a GET waits for the load like any request.
+    /// Early reads running at once; more wait in `earlyReadQueue`, up to `earlyReadsQueued`.
     static let earlyReadsAtOnce = 16
+    /// Early reads waiting their turn; past it a read waits for the load like any request.
+    static let earlyReadsQueued = 4096
 
     /// Reads `path` of `name` from its file while its tree loads; `done` gets nil when that is not possible (not
-    /// loading, a cluster node, rules that cannot be loaded, too many rows, a store error), on the loop.
+    /// loading, a cluster node, rules that cannot be loaded, too many rows or waiting reads, a store error), on
+    /// the loop.
     func readEarly(_ name: String, at path: Path, shallow: Bool, _ done: @escaping (EarlyTree?) -> Void) {
-        guard cluster == nil, var entry = loading[name], entry.isStarted, earlyReads < Self.earlyReadsAtOnce,
-            let policy = savedPolicy(for: name)
-        else { return done(nil) }
+        guard cluster == nil, var entry = loading[name], entry.isStarted else { return done(nil) }
+        if earlyReads >= Self.earlyReadsAtOnce {
+            guard earlyReadQueue.count < Self.earlyReadsQueued else { return done(nil) }
+            earlyReadQueue.append { [weak self] in
+                guard let self else { return done(nil) }
+                self.readEarly(name, at: path, shallow: shallow, done)
+            }
+            return
+        }
+        if entry.earlyPolicy == nil {
+            entry.earlyPolicy = .some(savedPolicy(for: name))
+            loading[name] = entry
+        }
+        guard let policy = entry.earlyPolicy ?? nil else { return done(nil) }
         earlyReads += 1
         let loop = self.loop
         let pool = self.pool
@@ -73,13 +87,13 @@ extension NamespaceRegistry {
         let held = LoopHeld((done: done, policy: policy), loop: loop)
         let run: (NamespaceStore?) -> Void = { store in
             guard let store else {
-                bound.value?.earlyReads -= 1
+                bound.value?.earlyReadEnded()
                 return done(nil)
             }
             pool.run {
                 let tree = Self.peek(store, at: path, shallow: shallow, limit: limit)
                 loop.execute {
-                    bound.value?.earlyReads -= 1
+                    bound.value?.earlyReadEnded()
                     let (done, policy) = held.value
                     done(tree.map { EarlyTree(root: $0.root, coverage: ReadCoverage(paths: $0.covered), policy: policy) })
                 }
@@ -88,6 +102,12 @@ extension NamespaceRegistry {
         if let store = entry.store { return run(store) }
         entry.earlyReads.append(run)
         loading[name] = entry
+    }
+
+    /// One early read ended: the next waiting one starts.
+    private func earlyReadEnded() {
+        earlyReads -= 1
+        if !earlyReadQueue.isEmpty { earlyReadQueue.removeFirst()() }
     }
 
     /// The tree holding what a read of `path` needs, and the paths it holds in full; nil when too large or on

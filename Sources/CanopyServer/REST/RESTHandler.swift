@@ -37,7 +37,7 @@ final class RESTHandler: HTTPHandler {
             responder.respond(ConsoleEndpoint.response(to: request))
             return
         }
-        if answerEarly(request, responder) { return }
+        if answerEarly(request, responder) || context.realtime?.openEarly(request, responder) == true { return }
         context.whenNamespaceReady(for: request, responder) { [self] in handleLoadedRequest(request, responder) }
     }
 

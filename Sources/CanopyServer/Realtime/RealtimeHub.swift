@@ -2,6 +2,7 @@
 
 import CanopyCore
 import CanopyNet
+import CanopyStore
 
 /// All realtime subscriptions of a daemon: SSE streams and WebSocket listens. Loop-confined.
 final class RealtimeHub: RealtimeService {
@@ -11,6 +12,8 @@ final class RealtimeHub: RealtimeService {
     /// Groups by namespace, location and query, so equal subscriptions share serialization.
     private var groupsByKey: [String: ListenGroup] = [:]
     private var sessions: [ObjectIdentifier: WireSession] = [:]
+    /// WebSockets whose namespace is loading (`WireEarlySession`).
+    private var earlySessions: [ObjectIdentifier: WireEarlySession] = [:]
     private let logger = Logger(label: "canopy.realtime")
     /// The `/.lp` long-polling transport.
     private(set) lazy var longPoll = LongPollEndpoint(hub: self)
@@ -85,6 +88,31 @@ final class RealtimeHub: RealtimeService {
         let session = WireSession(hub: self, namespace: namespace, socket: socket)
         sessions[ObjectIdentifier(session)] = session
         session.start(host: host)
+    }
+
+    /// Opens a WebSocket at once when its namespace is loading (`WireEarlySession`); false (nothing done) for
+    /// every other request, which waits for the load as before: long polling, an upgrade from it, cluster mode.
+    func openEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
+        let registry = context.registry
+        guard request.path == "/.ws", request.header("upgrade")?.lowercased() == "websocket", registry.cluster == nil
+        else { return false }
+        var params: [String: String] = [:]
+        for item in request.query { params[item.name] = item.value }
+        guard params[Wire.Handshake.session]?.isEmpty ?? true, let name = try? context.namespaceName(request, params: params),
+            DataDirectory.isValidNamespace(name), registry.mustWait(for: name), registry.closing[name] == nil,
+            registry.open[name] == nil
+        else { return false }
+        guard let socket = responder.upgradeToWebSocket(request) else { return true }
+        let host = request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)"
+        let early = WireEarlySession(hub: self, name: name, socket: socket, host: host)
+        earlySessions[ObjectIdentifier(early)] = early
+        early.start()
+        registry.whenOpen(name, create: false) { [weak early] result in early?.opened(result) }
+        return true
+    }
+
+    func earlySessionEnded(_ early: WireEarlySession) {
+        earlySessions[ObjectIdentifier(early)] = nil
     }
 
     /// Registers a session opened by another transport (long polling).
@@ -295,6 +323,7 @@ final class RealtimeHub: RealtimeService {
         runsBacklogAtOnce = true
         runDisconnectBacklog()
         longPoll.terminateAll()
+        for early in Array(earlySessions.values) { early.drain() }
         var namespaces: [ObjectIdentifier: Namespace] = [:]
         for session in sessions.values { namespaces[ObjectIdentifier(session.namespace)] = session.namespace }
         var remaining = namespaces.count
@@ -438,6 +467,7 @@ extension RealtimeHub {
         for session in sessions.values {
             if session.isWebSocket { gauges.webSocketSessions += 1 } else { gauges.longPollSessions += 1 }
         }
+        gauges.webSocketSessions += earlySessions.count
         for group in groupsByKey.values {
             gauges.eventStreams += group.sse.count
             gauges.wireListens += group.wire.count

@@ -129,19 +129,38 @@ final class WireSession {
         }
     }
 
+    /// The hash of each listen's value sent while the namespace loaded, by listen key, until the listen joins.
+    private var sentWhileLoading: [String: String] = [:]
+
+    /// Takes over a connection whose handshake went out while the namespace loaded (`WireEarlySession`): handles
+    /// the messages that came meanwhile, in order, knowing which values were sent already.
+    func resume(host: String, handshakeID: String, messages: [String], sentWhileLoading: [String: String]) {
+        self.host = host
+        self.handshakeID = handshakeID
+        self.sentWhileLoading = sentWhileLoading
+        attach(socket)
+        for message in messages {
+            guard !machine.isClosed else { return }
+            handleMessage(message)
+        }
+    }
+
     /// Sends the handshake and starts reading.
     func start(host: String) {
         self.host = host
         attach(socket)
-        let now = hub.context.configuration.clock.nowMilliseconds()
         handshakeID = Self.sessionID()
-        send(
-            Wire.control(
-                Wire.Control.handshake,
-                [
-                    Wire.Handshake.timestamp: .int(now), Wire.Handshake.version: .string(Wire.version),
-                    Wire.Handshake.host: .string(host), Wire.Handshake.session: .string(handshakeID),
-                ]))
+        send(Self.handshake(now: hub.context.configuration.clock.nowMilliseconds(), host: host, id: handshakeID))
+    }
+
+    /// The server's first message: its time, the protocol version, the host and the session's id.
+    static func handshake(now: Int64, host: String, id: String) -> JSONValue {
+        Wire.control(
+            Wire.Control.handshake,
+            [
+                Wire.Handshake.timestamp: .int(now), Wire.Handshake.version: .string(Wire.version),
+                Wire.Handshake.host: .string(host), Wire.Handshake.session: .string(id),
+            ])
     }
 
     // MARK: - receiving
@@ -220,20 +239,13 @@ final class WireSession {
             reply(r, Wire.Status.invalidToken, "Missing credential.")
             return
         }
-        var newIdentity: Identity
+        let newIdentity: Identity
         do {
-            newIdentity = try hub.context.credentials.identify(credential: credential, namespace: namespace.name)
+            newIdentity = try Self.identity(credential: credential, body, hub.context.credentials, namespace.name)
         } catch {
             let expired = error.userMessage.lowercased().contains("expired")
             reply(r, expired ? Wire.Status.expiredToken : Wire.Status.invalidToken, error.userMessage)
             return
-        }
-        if newIdentity.isAdmin {
-            if body[Wire.Key.noAuth]?.boolValue == true {
-                newIdentity = .anonymous
-            } else if let authvar = body[Wire.Key.authOverride], case .object = authvar {
-                newIdentity = .user(auth: authvar, expiresAt: nil)
-            }
         }
         var expires: Int64?
         if case .user(_, let at?) = newIdentity { expires = at }
@@ -241,6 +253,18 @@ final class WireSession {
         var answer: [JSONMember] = [JSONMember("auth", newIdentity.isAdmin ? ["admin": true] : newIdentity.rulesAuth)]
         if let expires { answer.append(JSONMember("expires", .int(expires / 1000))) }
         reply(r, Wire.Status.ok, .object(answer))
+    }
+
+    /// Who an `auth` (or `gauth`) request with `credential` makes the session: an admin credential may ask to
+    /// act as nobody (`noauth`) or as given claims (`authvar`).
+    static func identity(
+        credential: String, _ body: JSONValue, _ credentials: Credentials, _ namespace: String
+    ) throws(CredentialError) -> Identity {
+        let identity = try credentials.identify(credential: credential, namespace: namespace)
+        guard identity.isAdmin else { return identity }
+        if body[Wire.Key.noAuth]?.boolValue == true { return .anonymous }
+        if let authvar = body[Wire.Key.authOverride], case .object = authvar { return .user(auth: authvar, expiresAt: nil) }
+        return identity
     }
 
     private func setIdentity(_ newIdentity: Identity, expiresAt: Int64?) {
@@ -325,7 +349,9 @@ final class WireSession {
             group.wire.add(listen)
             self.listens[key] = listen
             let value = group.currentValue(in: self.namespace.shownRoot)
-            if clientHash == nil || clientHash != value.hash || value.isEmpty {
+            // A value sent while the namespace loaded (`WireEarlySession`) is not sent again when it still holds.
+            let sentEarly = self.sentWhileLoading.removeValue(forKey: key)
+            if sentEarly != value.hash, clientHash == nil || clientHash != value.hash || value.isEmpty {
                 self.push(WireMessages.dataMessagePrefixes([.set(path: path, value: value)]), tag: tag)
             }
             let unindexed = self.namespace.policy.isUnindexed(query, at: path)
@@ -382,7 +408,7 @@ final class WireSession {
         hub.release(listen.group)
     }
 
-    private static func listenKey(_ path: Path, _ tag: Int64?) -> String {
+    static func listenKey(_ path: Path, _ tag: Int64?) -> String {
         "\(path)\u{0}\(tag.map(String.init) ?? "")"
     }
 
@@ -620,7 +646,7 @@ final class WireSession {
         send(WireMessages(texts: [message]))
     }
 
-    private static func sessionID() -> String { RandomToken.alphanumeric(32) }
+    static func sessionID() -> String { RandomToken.alphanumeric(32) }
 }
 
 extension [DisconnectOperation] {

@@ -7,7 +7,9 @@
 // first request A gets:
 //   1. the first GET of a small path (one field of one object),
 //   2. the first GET of the root with `shallow=true`,
-//   3. the first write (a PUT of one field), which needs A's whole tree.
+//   3. the first listen of that small path over a WebSocket (the wire protocol: connect, `gauth`, `q`, until the
+//      value's `d` arrives),
+//   4. the first write (a PUT of one field), which needs A's whole tree.
 // After each, a second request to A waits until its tree is loaded and the daemon's resident memory (VmRSS) is
 // read; its growth since before the first request is what the loaded tree costs, compared with the size of A's
 // file. During the first restart a client reads B every millisecond (as `bench isolation`): B's p50/p99/max show
@@ -16,6 +18,7 @@
 import CanopyCore
 import CanopyNet
 import Foundation
+import Synchronization
 
 /// `canopy bench coldstart [--objects N] [--fields N] [--value-bytes N] [--server <canopy binary>]`.
 struct ColdStartBenchmark {
@@ -57,6 +60,7 @@ struct ColdStartBenchmark {
         let cases: [(name: String, method: String, target: String, body: String?)] = [
             ("first GET of a small path", "GET", small, nil),
             ("first GET /?shallow=true", "GET", "/.json?shallow=true", nil),
+            ("first listen (WebSocket)", "LISTEN", String(small.dropLast(".json".count)), nil),
             ("first PUT of a small path", "PUT", small + "?print=silent", #""changed""#),
         ]
         for (index, item) in cases.enumerated() {
@@ -70,13 +74,19 @@ struct ColdStartBenchmark {
             let client = HTTPClient(host: "127.0.0.1", port: server.port, timeoutSeconds: 300)
             let headers = admin + [("Content-Type", "application/json")]
             let start = benchNow()
-            let response = try client.request(
-                item.method, item.target + (item.target.contains("?") ? "&" : "?") + "ns=a", headers: headers,
-                body: item.body.map { Array($0.utf8) } ?? [])
-            let firstEnd = benchNow()
-            guard (200..<300).contains(response.status) else {
-                throw CommandFailure("\(item.method) \(item.target) failed (\(response.status)): \(response.text)")
+            let answerBytes: Int
+            if item.method == "LISTEN" {
+                answerBytes = try Self.firstListen(port: server.port, credential: server.adminCredential, path: item.target)
+            } else {
+                let response = try client.request(
+                    item.method, item.target + (item.target.contains("?") ? "&" : "?") + "ns=a", headers: headers,
+                    body: item.body.map { Array($0.utf8) } ?? [])
+                guard (200..<300).contains(response.status) else {
+                    throw CommandFailure("\(item.method) \(item.target) failed (\(response.status)): \(response.text)")
+                }
+                answerBytes = response.body.count
             }
+            let firstEnd = benchNow()
             // A write needs the whole tree: once one is acknowledged, A is loaded.
             let loadedResponse = try client.request(
                 "PUT", "/probe.json?print=silent&ns=a", headers: headers, body: Array("1".utf8))
@@ -91,7 +101,7 @@ struct ColdStartBenchmark {
                 String(
                     format: "%-28@ %8.1f ms   (%@ bytes)   fully loaded after %8.1f ms   RSS +%.1f MB = %.2fx the file",
                     item.name as NSString, PublishBenchmark.milliseconds(firstEnd - start),
-                    "\(response.body.count)" as NSString, PublishBenchmark.milliseconds(loadedEnd - start),
+                    "\(answerBytes)" as NSString, PublishBenchmark.milliseconds(loadedEnd - start),
                     grown / 1e6, grown / Double(max(fileBytes, 1))))
             if let reader {
                 print(
@@ -100,6 +110,49 @@ struct ColdStartBenchmark {
                         phaseMilliseconds: PublishBenchmark.milliseconds(loadedEnd - start)))
             }
         }
+    }
+
+    /// Connects a WebSocket to namespace A, authenticates and listens at `path`; returns once the listen's value
+    /// arrived (the size of that message).
+    static func firstListen(port: Int, credential: String, path: String) throws -> Int {
+        let loop = try EventLoop()
+        let thread = Thread { loop.run() }
+        thread.start()
+        defer { loop.stop() }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Int, CommandFailure>?>(nil)
+        @Sendable func finish(_ result: Result<Int, CommandFailure>) {
+            let first = outcome.withLock { current in
+                defer { if current == nil { current = result } }
+                return current == nil
+            }
+            if first { done.signal() }
+        }
+        let auth: JSONValue = ["cred": .string(credential)]
+        let listen: JSONValue = ["p": .string(path), "h": ""]
+        let held = ListenClientBox()
+        loop.execute {
+            do {
+                let client = try WebSocketClient(loop: loop, host: "127.0.0.1", port: port, target: "/.ws?v=5&ns=a") {
+                    if case .failure(let error) = $0 { finish(.failure(CommandFailure("listen: \(error.userMessage)"))) }
+                }
+                client.onClose = { finish(.failure(CommandFailure("listen: the server closed the connection"))) }
+                client.onText = { text in
+                    if text.contains(#""a":"d""#) { finish(.success(text.utf8.count)) }
+                }
+                client.send(text: #"{"t":"d","d":{"r":1,"a":"gauth","b":\#(auth.serialized())}}"#)
+                client.send(text: #"{"t":"d","d":{"r":2,"a":"q","b":\#(listen.serialized())}}"#)
+                held.client = client
+            } catch {
+                finish(.failure(CommandFailure("listen: \(error)")))
+            }
+        }
+        guard done.wait(timeout: .now() + 300) == .success else { throw CommandFailure("listen: no value in 300 s") }
+        loop.execute {
+            held.client?.onClose = nil
+            held.client?.close()
+        }
+        return try outcome.withLock { $0! }.get()
     }
 
     /// An object key that sorts like its number (Firebase key order puts integer-like keys first; these are not).
@@ -142,4 +195,9 @@ struct ColdStartBenchmark {
         }
         return 0
     }
+}
+
+/// The listen's client, touched only on its loop's thread.
+private final class ListenClientBox: @unchecked Sendable {
+    var client: WebSocketClient?
 }
