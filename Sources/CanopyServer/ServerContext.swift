@@ -12,7 +12,7 @@ protocol RealtimeService: AnyObject {
     /// Opens a WebSocket at once while its namespace loads (true), or does nothing (false).
     func openEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool
     /// `GET` with `Accept: text/event-stream`.
-    func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws
+    func startEventStream(_ request: DataRequest, _ responder: HTTPResponder, early: EarlyTree?) throws
     /// The namespace's rules were replaced: re-check every listener.
     func rulesChanged(in namespace: Namespace)
     /// The daemon is draining: end what would otherwise hold the drain open (long polls the server is holding),

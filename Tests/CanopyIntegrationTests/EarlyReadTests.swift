@@ -267,4 +267,29 @@ private final class PendingRequest: Sendable {
             #expect(client.serverCloseCode == 1011)
         }
     }
+    @Test(.timeLimit(.minutes(1)))
+    func anEventStreamStartsFromTheFileWhileTheTreeLoads() throws {
+        try withHeldLoad { server, gate in
+            let first = PendingRequest(port: server.port, "/motto.json?ns=\(Self.ns)&auth=\(server.admin)")
+            #expect(gate.waitUntilHeld())
+            #expect(first.wait(5)?.json == "hi")
+            let ada = try token(server, uid: "ada")
+            let stream = try SSERecorder(port: server.port, path: "/users/ada.json?ns=\(Self.ns)&auth=\(ada)", headers: [])
+            defer { stream.stop() }
+            #expect(stream.events(atLeast: 1) == [["path": "/", "data": ["name": "Ada", "age": 36]]])
+            // A stream whose rules read elsewhere, and one refused, get nothing before the load.
+            #expect(PendingRequest(port: server.port, "/rooms/r1.json?ns=\(Self.ns)&auth=\(ada)").wait(0.3) == nil)
+            #expect(try earlyReads(server) == 2)
+
+            gate.release()
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            #expect(try server.client().json("PUT", "/users/ada/age.json?ns=\(Self.ns)", "37", headers: admin).status == 200)
+            #expect(
+                try server.client().json("PUT", "/users/ada/\(SSERecorder.fence).json?ns=\(Self.ns)", "true", headers: admin)
+                    .status == 200)
+            // The value sent early is not sent again once the stream joins; the change follows it.
+            #expect(
+                stream.eventsBeforeFence() == [["path": "/", "data": ["name": "Ada", "age": 36]], ["path": "/age", "data": 37]])
+        }
+    }
 }

@@ -209,6 +209,17 @@ final class SSERecorder: @unchecked Sendable {  // safe: `client` is used only b
         return nil
     }
 
+    /// The events recorded so far, once there are at least `count` (polling for up to 5 s); nil if there never were.
+    func events(atLeast count: Int) -> [JSONValue]? {
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let recorded = events.withLock { $0 }
+            if recorded.count >= count { return recorded }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return nil
+    }
+
     func stop() { client.close() }
 }
 

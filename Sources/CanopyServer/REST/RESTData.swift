@@ -19,9 +19,8 @@ extension RESTHandler {
                 throw RESTError(400, "A .priority can only be read as a value: stream or query its parent instead.")
             }
         }
-        if stream, early != nil { throw EarlyReadNeedsTree() }
         if stream, let realtime = context.realtime {
-            try realtime.startEventStream(request, responder)
+            try realtime.startEventStream(request, responder, early: early)
             return
         }
         let query = try QuerySpec.fromREST(request.params)

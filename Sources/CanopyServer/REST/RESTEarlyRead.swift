@@ -154,12 +154,13 @@ extension RESTHandler {
             let name = request.query.last(where: { $0.name == "ns" && !$0.value.isEmpty })?.value
                 ?? (try? context.namespaceName(request, params: [:])),
             registry.mustWait(for: name), registry.closing[name] == nil,
-            request.header("accept")?.contains("text/event-stream") != true, context.realtime?.handles(request) != true,
+            context.realtime?.handles(request) != true,
             let data = try? parseDataRequest(request, method: "GET"), data.namespaceName == name
         else { return false }
         // A `.priority` read reads its parent; a shallow read only the children's keys.
         let priorityOf = data.path.lastKey.flatMap { sameKey($0, Key.priority) ? data.path.parent : nil }
-        let shallow = data.params["shallow"] == "true"
+        // A stream ignores `shallow`, as it does once loaded.
+        let shallow = data.params["shallow"] == "true" && request.header("accept")?.contains("text/event-stream") != true
         // Whichever answers first, the other does nothing: `whenNamespaceReady` skips a responder that has answered.
         context.whenNamespaceReady(for: request, responder) { [self] in handleLoadedRequest(request, responder) }
         guard !responder.hasAnswered else { return true }

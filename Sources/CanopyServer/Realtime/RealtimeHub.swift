@@ -126,11 +126,28 @@ final class RealtimeHub: RealtimeService {
 
     // MARK: - SSE
 
-    func startEventStream(_ request: DataRequest, _ responder: HTTPResponder) throws {
+    func startEventStream(_ request: DataRequest, _ responder: HTTPResponder, early: EarlyTree?) throws {
         let query = try QuerySpec.fromREST(request.params)
-        let namespace = try context.namespace(request.namespaceName)
-        guard allowed(request.identity, read: request.path, query: query, in: namespace) else {
-            throw RESTError.permissionDenied
+        let namespace: Namespace?
+        var sentValue: Node?
+        if let early {
+            // The namespace is loading (RESTEarlyRead): the first `put` comes from the file, decided by the saved
+            // rules against what was read; the stream joins its group once the tree is loaded.
+            namespace = nil
+            let decision = early.policy.authorize(
+                .read(query: query), at: request.path, as: request.identity, in: request.namespaceName,
+                old: early.root, new: nil, now: context.configuration.clock.nowMilliseconds(),
+                coverage: early.coverage)
+            if early.coverage.missed { throw EarlyReadNeedsTree() }
+            guard decision.allowed else { throw RESTError.permissionDenied }
+            let node = early.root.node(at: request.path)
+            sentValue = query.map { $0.window(of: node) } ?? node
+        } else {
+            let open = try context.namespace(request.namespaceName)
+            guard allowed(request.identity, read: request.path, query: query, in: open) else {
+                throw RESTError.permissionDenied
+            }
+            namespace = open
         }
         let http = responder.startStream(
             status: 200,
@@ -143,21 +160,19 @@ final class RealtimeHub: RealtimeService {
             guard let self, let subscriber else { return }
             self.remove(subscriber)
         }
-        // As for a wire listen: once earlier writes are durable, start from the tree listeners were last told of.
-        namespace.whenDurable { [weak self] _ in
-            guard let self, !http.isClosed else { return }
-            // The rules may have changed meanwhile (a stream's identity is fixed).
-            guard self.allowed(request.identity, read: request.path, query: query, in: namespace) else {
-                http.send(EventStream.format("cancel", "Permission denied"))
-                self.close(subscriber)
-                return
+        if let namespace {
+            follow(namespace, request, query: query, subscriber, sent: nil)
+        } else if let sentValue {
+            http.send(EventStream.format("put", ["path": "/", "data": sentValue.json()]))
+            context.registry.metrics.sseMessagesSent &+= 1
+            let sentHash = sentValue.hash
+            // Holds the subscriber until the load ends (nothing else does before it joins its group).
+            context.registry.whenOpen(request.namespaceName, create: false) { [weak self] result in
+                guard let self, !http.isClosed else { return }
+                guard case .success = result, let namespace = try? self.context.namespace(request.namespaceName)
+                else { return self.close(subscriber) }
+                self.follow(namespace, request, query: query, subscriber, sent: sentHash)
             }
-            let group = self.group(namespace: namespace, path: request.path, query: query)
-            subscriber.group = group
-            group.sse.add(subscriber)
-            let value = group.currentValue(in: namespace.shownRoot)
-            http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
-            self.context.registry.metrics.sseMessagesSent &+= 1
         }
         scheduleKeepAlive(subscriber)
         if case .user(_, let expiresAt?) = request.identity {
@@ -170,6 +185,31 @@ final class RealtimeHub: RealtimeService {
                 subscriber.stream.send(EventStream.formatRaw("auth_revoked", "credential is no longer valid"))
                 self.close(subscriber)
             }
+        }
+    }
+
+    /// Joins the stream to its group once everything written before is durable (as a wire listen does), and
+    /// sends the value it starts from, unless that is the value `sent` (the hash of the `put` sent while the
+    /// namespace loaded).
+    private func follow(
+        _ namespace: Namespace, _ request: DataRequest, query: QuerySpec?, _ subscriber: EventStream, sent: String?
+    ) {
+        let http = subscriber.stream
+        namespace.whenDurable { [weak self] _ in
+            guard let self, !http.isClosed else { return }
+            // The rules may have changed meanwhile (a stream's identity is fixed).
+            guard self.allowed(request.identity, read: request.path, query: query, in: namespace) else {
+                http.send(EventStream.format("cancel", "Permission denied"))
+                self.close(subscriber)
+                return
+            }
+            let group = self.group(namespace: namespace, path: request.path, query: query)
+            subscriber.group = group
+            group.sse.add(subscriber)
+            let value = group.currentValue(in: namespace.shownRoot)
+            guard value.hash != sent else { return }
+            http.send(EventStream.format("put", ["path": "/", "data": value.json()]))
+            self.context.registry.metrics.sseMessagesSent &+= 1
         }
     }
 

@@ -36,9 +36,10 @@ final class WireEarlySession {
     /// True once the connection closed or a session took it over: nothing more is sent from here.
     private(set) var isDone = false
 
-    /// Frames kept at most while the namespace loads; past either bound the connection closes (1008).
+    /// Frames kept at most while the namespace loads (and their bytes: one largest message); past either bound
+    /// the connection closes (1008).
     static let maxFrames = 4096
-    static let maxHeldCharacters = 2 * WireSession.maxMessageCharacters
+    static let maxHeldCharacters = WireSession.maxMessageCharacters
 
     /// Requests that may come before a listen answered early: they change nothing a listen reads.
     private static let transparent: Set<String> = [
@@ -70,6 +71,9 @@ final class WireEarlySession {
         guard frames.count <= Self.maxFrames, heldCharacters <= Self.maxHeldCharacters else {
             return end(code: 1008, reason: "too many messages while the database loads")
         }
+        // Counted against the server's memory for incoming messages, as a session's reassembly is; the
+        // transport closes itself when that is spent.
+        guard socket.holdInbound(heldCharacters) else { return finish() }
         guard answersEarly else { return }
         // A frame the session will refuse (too big, malformed) is left to it; only whole requests are looked at.
         let message: String?
