@@ -104,6 +104,15 @@ extension NamespaceRegistry {
         loading[name] = entry
     }
 
+    /// Calls `body` once the load of `name` has opened its store (true), or has failed before (false); at once
+    /// when it has already opened it, or when `name` is not loading (false).
+    func whenStoreOpened(_ name: String, _ body: @escaping (Bool) -> Void) {
+        guard var entry = loading[name], entry.isStarted else { return body(false) }
+        if entry.store != nil { return body(true) }
+        entry.earlyReads.append { store in body(store != nil) }
+        loading[name] = entry
+    }
+
     /// One early read ended: the next waiting one starts.
     private func earlyReadEnded() {
         earlyReads -= 1

@@ -102,12 +102,31 @@ final class RealtimeHub: RealtimeService {
             DataDirectory.isValidNamespace(name), registry.mustWait(for: name), registry.closing[name] == nil,
             registry.open[name] == nil
         else { return false }
-        guard let socket = responder.upgradeToWebSocket(request) else { return true }
-        let host = request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)"
-        let early = WireEarlySession(hub: self, name: name, socket: socket, host: host)
-        earlySessions[ObjectIdentifier(early)] = early
-        early.start()
-        registry.whenOpen(name, create: false) { [weak early] result in early?.opened(result) }
+        // The upgrade waits until the load has opened the store, so a namespace that cannot be opened (a lost
+        // WAL, a damaged file) is still refused with 503 and its reason, before any WebSocket exists.
+        let upgraded = EarlyUpgrade()
+        registry.whenOpen(name, create: false) { [weak self] result in
+            if let early = upgraded.session { return early.opened(result) }
+            // Not upgraded (the load ended before the store was reported open, or failed): as
+            // `ServerContext.whenNamespaceReady` goes on.
+            guard let self, !responder.hasAnswered else { return }
+            switch result {
+            case .success: self.handle(request, responder)
+            case .failure(let error as NamespaceUnavailable):
+                responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
+            case .failure(let error): responder.respond(.error(error))
+            }
+        }
+        registry.whenStoreOpened(name) { [weak self] opened in
+            guard let self, opened, !responder.hasAnswered, registry.open[name] == nil,
+                let socket = responder.upgradeToWebSocket(request)
+            else { return }
+            let host = request.header("host") ?? "\(self.context.configuration.host):\(self.context.configuration.port)"
+            let early = WireEarlySession(hub: self, name: name, socket: socket, host: host)
+            upgraded.session = early
+            self.earlySessions[ObjectIdentifier(early)] = early
+            early.start()
+        }
         return true
     }
 
@@ -514,4 +533,9 @@ extension RealtimeHub {
         }
         return gauges
     }
+}
+
+/// The session a WebSocket upgrade made while its namespace loads, once it is made (`RealtimeHub.openEarly`).
+private final class EarlyUpgrade {
+    weak var session: WireEarlySession?
 }
