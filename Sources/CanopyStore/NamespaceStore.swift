@@ -222,6 +222,7 @@ public final class NamespaceStore: Sendable {
                 submission.completion(result)
             }
         }
+        writer.checkpointIfDue()
     }
 
     /// Creates `path` with mode 0600 when it does not exist (SQLite's WAL and shm files copy its mode).

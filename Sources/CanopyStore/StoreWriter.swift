@@ -46,6 +46,16 @@ final class StoreWriter {
         revision = try StoreSchema.migrate(connection)
         cache = StatementCache(connection: connection)
         syncsAfterCommit = options.synchronous == .full
+        checkpointFrames = options.walAutocheckpoint
+        if checkpointFrames > 0 {
+            // Replaces SQLite's own automatic checkpoint, which runs inside COMMIT (see `checkpointIfDue`).
+            sqlite3_wal_hook(
+                connection.database,
+                { context, _, _, frames in
+                    if let context { Unmanaged<WALFrames>.fromOpaque(context).takeUnretainedValue().count = frames }
+                    return SQLITE_OK
+                }, Unmanaged.passUnretained(walFrames).toOpaque())
+        }
         sequence = try CommitSequenceFile(path: sequencePath)
         if record != .revision(revision) { try sequence.record(revision) }
         if let loss {
@@ -61,6 +71,25 @@ final class StoreWriter {
 
     /// The side file recording the last committed revision outside the WAL.
     let sequence: CommitSequenceFile
+
+    /// Frames in the WAL after the last commit, as SQLite's WAL hook reports them. Writer thread only.
+    private final class WALFrames {
+        var count: Int32 = 0
+    }
+    private let walFrames = WALFrames()
+    /// WAL frames past which `checkpointIfDue` checkpoints (`StoreOptions.walAutocheckpoint`; 0: never).
+    private let checkpointFrames: Int
+
+    /// Checkpoints the WAL (PASSIVE: copies what no reader needs into the database) once it holds
+    /// `walAutocheckpoint` frames, as SQLite's automatic checkpoint would, but when the caller chooses: after a
+    /// group was made visible and handed to the sync thread, not inside its COMMIT. A publish dirties a page
+    /// per attendee; copying those back inside COMMIT delayed its delivery and acknowledgement by as much again.
+    func checkpointIfDue() {
+        guard checkpointFrames > 0, walFrames.count >= checkpointFrames else { return }
+        walFrames.count = 0
+        // Not an error when it cannot finish (a reader holds old frames): the next one goes on from there.
+        _ = sqlite3_wal_checkpoint_v2(connection.database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+    }
 
     /// The loss `record` reveals when SQLite recovered `recovered`, if any.
     private static func loss(record: CommitSequenceFile.Record, recovered: UInt64, path: String) -> StoreError? {
