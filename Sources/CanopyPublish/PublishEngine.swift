@@ -140,7 +140,7 @@ public enum PublishEngine {
                 memo.verifiedPublic = stored
             }
         }
-        let families: [(Path, (String) -> Path)] = [
+        let families: [(Path, @Sendable (String) -> Path)] = [
             (PublishLayout.users, PublishLayout.userContent), (PublishLayout.tiers, PublishLayout.tierContent),
             (PublishLayout.groups, PublishLayout.groupContent),
         ]
@@ -173,15 +173,22 @@ public enum PublishEngine {
             }
             for gone in last[i...] { consider.insert(JSONKey(gone.key)) }
             var at = 0  // in `walked`, which is in key order too
-            for key in consider.sorted(by: { compareKeys($0.string, $1.string) < 0 }) {
+            let keys = consider.sorted(by: { compareKeys($0.string, $1.string) < 0 })
+            // Each location's comparison is a pure function of immutable nodes: a full publish's thousands run on
+            // every core, and their writes are appended in key order below.
+            let compared = keys.parallelMap(minimumPerChunk: 512) { key -> (equal: Bool, writes: [(path: Path, node: Node)]) in
+                let old = existing.child(key.string).child(PublishLayout.contentKey)
+                let new = buckets[key.string] ?? [:]
+                var writes: [(path: Path, node: Node)] = []
+                let equal = !differs(old, new)
+                if !equal { childWrites(at: contentPath(key.string), old: old, new: new, into: &writes) }
+                return (equal, writes)
+            }
+            for (key, (equal, writes)) in zip(keys, compared) {
                 let id = key.string
                 while at < walked.count, compareKeys(walked[at].key, id) < 0 { at += 1 }
-                let old = existing.child(id).child(PublishLayout.contentKey)
                 let new = buckets[id] ?? [:]
-                let equal = !differs(old, new)
-                if !equal {
-                    childWrites(at: contentPath(id), old: old, new: new, into: &out)
-                }
+                out += writes
                 if !equal && !new.isEmpty {
                     memo.unverified[f].insert(key)
                 } else if !memo.unverified[f].isEmpty {

@@ -152,9 +152,11 @@ extension Namespace {
         offLoop {
             let result = Result { () throws(WriteError) -> (BuiltWrite, [StoreMutation]) in
                 let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher, items: items)
-                let mutations = built.writes.flatMap {
-                    Namespace.mutations(for: $0.path, before: root, after: built.newRoot)
-                }
+                // A publish's thousands of writes turn into rows on both cores (each is a pure function of the trees).
+                let newRoot = built.newRoot
+                let mutations = built.writes.map(\.path).parallelMap(minimumPerChunk: 256) {
+                    Namespace.mutations(for: $0, before: root, after: newRoot)
+                }.flatMap { $0 }
                 // Hashes are cached per node: the ETags the answer and a conditional retry need are computed here.
                 _ = root.node(at: PublishLayout.pendingContent).etag
                 _ = built.newRoot.node(at: PublishLayout.pendingContent).etag

@@ -1,0 +1,62 @@
+// ParallelMap -- a pure transform of many items spread over the machine's cores.
+//
+// A publish compares thousands of locations and turns thousands of writes into store rows; each is a pure
+// function of immutable nodes (`Node` is Sendable, its hash cache is locked). On the 2-core machine the loop and
+// store threads are idle while the compute thread does that, so it uses both cores.
+
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Array where Element: Sendable {
+    /// `map(transform)`, computed in contiguous chunks on up to as many threads as there are cores when there
+    /// are at least `minimumPerChunk` items per chunk; in order. `transform` must be pure (it runs concurrently).
+    public func parallelMap<T: Sendable>(minimumPerChunk: Int, _ transform: @Sendable (Element) -> T) -> [T] {
+        let chunks = Swift.min(ParallelMap.cores, count / Swift.max(minimumPerChunk, 1))
+        guard chunks > 1 else { return map(transform) }
+        let results = ParallelMap.Results<T>(chunks: chunks)
+        let size = (count + chunks - 1) / chunks
+        self.withUnsafeBufferPointer { items in
+            let shared = ParallelMap.Items(items)
+            DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+                let range = (chunk * size)..<Swift.min(shared.items.count, (chunk + 1) * size)
+                results.store(chunk, shared.items[range].map(transform))
+            }
+        }
+        return results.joined()
+    }
+}
+
+/// The helpers of `parallelMap`.
+public enum ParallelMap {
+    /// The cores the process may use (at most 8).
+    public static let cores: Int = {
+        #if canImport(Glibc)
+            return Swift.max(1, Swift.min(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 8))
+        #else
+            return 1
+        #endif
+    }()
+
+    /// The input, shared read-only by the chunks while `parallelMap` waits for them.
+    struct Items<Element: Sendable>: @unchecked Sendable {
+        let items: UnsafeBufferPointer<Element>
+        init(_ items: UnsafeBufferPointer<Element>) { self.items = items }
+    }
+
+    /// One slot per chunk, each written once by its chunk, read after all have finished.
+    final class Results<T: Sendable>: Sendable {
+        private let slots: Mutex<[[T]]>
+
+        init(chunks: Int) { slots = Mutex(Array(repeating: [], count: chunks)) }
+
+        func store(_ chunk: Int, _ values: sending [T]) {
+            slots.withLock { $0[chunk] = values }
+        }
+
+        func joined() -> [T] { slots.withLock { Array($0.joined()) } }
+    }
+}
