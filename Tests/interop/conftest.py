@@ -13,8 +13,8 @@ BIN = os.environ.get("CANOPY_BIN") or os.path.join(
 
 
 class Server:
-    def __init__(self, *extra):
-        self.data = tempfile.mkdtemp(prefix="canopy-interop-")
+    def __init__(self, *extra, data=None):
+        self.data = data or tempfile.mkdtemp(prefix="canopy-interop-")
         self.proc = subprocess.Popen(
             [BIN, "serve", "--port", "0", "--data", self.data, "--emulator", "--log-level", "warning", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -33,13 +33,14 @@ class Server:
         with open(os.path.join(self.data, "admin.credential")) as f:
             self.admin = f.read().strip()
 
-    def stop(self):
+    def stop(self, keep_data=False):
         self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        shutil.rmtree(self.data, ignore_errors=True)
+        if not keep_data:
+            shutil.rmtree(self.data, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
