@@ -228,48 +228,30 @@ def test_a_listen_after_a_restart_starts_from_the_file_while_the_namespace_loads
     """A restarted daemon loads a namespace's whole tree before it takes writes; firebase-admin's `listen` (SSE) is
     answered from the file meanwhile (Architecture.md, "Reads while a namespace loads"). The stream must then go
     on as any other: its first value once, the write that waited for the load next, nothing twice."""
-    import json
     import queue
-    import urllib.request
 
     import firebase_admin
-    from conftest import Server
+    from conftest import early_reads, rest, restarted_with_large_namespace
 
-    first = Server()
-    owner = {"Authorization": "Bearer owner"}
-
-    def rest(server, method, path, body=None):
-        request = urllib.request.Request(f"{server.url}{path}", method=method, headers=owner,
-                                         data=None if body is None else json.dumps(body).encode())
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.read().decode()
-
-    # 10,000 objects of 12 fields: 120,000 rows, a load long enough to listen during it.
-    for chunk in range(10):
-        objects = {f"k{chunk * 1000 + i:05d}": {f"f{j}": "x" * 40 for j in range(12)} for i in range(1000)}
-        rest(first, "PATCH", "/items.json?ns=big&print=silent", objects)
-    first.stop(keep_data=True)
-
-    second = Server(data=first.data)
+    server = restarted_with_large_namespace("big")
     app = firebase_admin.initialize_app(
-        options={"databaseURL": f"{second.url}?ns=big", "projectId": "canopy-interop"}, name="restarted-big")
+        options={"databaseURL": f"{server.url}?ns=big", "projectId": "canopy-interop"}, name="restarted-big")
     events = queue.Queue()
     registration = db.reference("/items/k05000/f3", app=app).listen(lambda event: events.put(event))
     try:
         opening = events.get(timeout=60)
         assert opening.event_type == "put" and opening.path == "/" and opening.data == "x" * 40
         # A write needs the whole tree: it is answered once the namespace is loaded.
-        rest(second, "PUT", "/items/k05000/f3.json?ns=big", "changed")
+        rest(server, "PUT", "/items/k05000/f3.json?ns=big", "changed")
         change = events.get(timeout=30)
         assert change.event_type == "put" and change.path == "/" and change.data == "changed"
-        metrics = rest(second, "GET", "/.canopy/metrics")
-        early = [line for line in metrics.splitlines() if line.startswith("canopy_early_reads_total ")]
-        assert early and int(early[0].split()[1]) >= 1, "the listen waited for the load instead"
-        rest(second, "PUT", "/items/k05000/f3.json?ns=big", "again")
+        assert early_reads(server) >= 1, "the listen waited for the load instead"
+        rest(server, "PUT", "/items/k05000/f3.json?ns=big", "again")
         assert events.get(timeout=30).data == "again"
         assert events.empty()
     finally:
-        threading.Timer(0.3, lambda: rest(second, "PUT", "/items/k05000/f3.json?ns=big", "woken")).start()
+        # close() returns once the listener thread wakes up: a write to the listened leaf wakes it now.
+        threading.Timer(0.3, lambda: rest(server, "PUT", "/items/k05000/f3.json?ns=big", "woken")).start()
         registration.close()
         firebase_admin.delete_app(app)
-        second.stop()
+        server.stop()

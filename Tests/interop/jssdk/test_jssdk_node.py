@@ -149,3 +149,25 @@ def test_under_node_replica_clients_and_kill_9_of_the_owner(replicated_plain, no
     added = [e["key"] for e in node.events(kind="child_added")]
     assert sorted(added) == sorted(expected) and len(added) == len(set(added)), added  # each exactly once
     node.call("close", "writer")
+
+
+def test_under_node_a_listen_after_a_restart_starts_from_the_file_while_the_namespace_loads(node):
+    """The SDK's WebSocket opens while a restarted daemon loads the namespace; its listen gets the stored value
+    from the file, then the write that waited for the load, each once (Architecture.md, "Reads while a namespace
+    loads")."""
+    from conftest import early_reads, rest, restarted_with_large_namespace
+
+    server = restarted_with_large_namespace("big")
+    try:
+        node.call("open", "ann", f"{server.url}?ns=big", server.admin)
+        node.call("listenValue", "ann", "items/k05000/f3")
+        until(lambda: node.events(kind="value", path="items/k05000/f3"), "the listen got no value")
+        rest(server, "PUT", "/items/k05000/f3.json?ns=big", "changed")
+        until(lambda: node.events(kind="value", path="items/k05000/f3")[-1]["value"] == "changed",
+              "the listen did not get the write")
+        assert [e["value"] for e in node.events(kind="value", path="items/k05000/f3")] == ["x" * 40, "changed"]
+        assert early_reads(server) >= 1, "the WebSocket waited for the load instead"
+        node.call("close", "ann")
+    finally:
+        server.stop()
+
