@@ -158,7 +158,10 @@ final class RealtimeHub: RealtimeService {
                 old: early.root, new: nil, now: context.configuration.clock.nowMilliseconds(),
                 coverage: early.coverage)
             if early.coverage.missed { throw EarlyReadNeedsTree() }
-            guard decision.allowed else { throw RESTError.permissionDenied }
+            guard decision.allowed else {
+                context.registry.metrics.countDenial(.read(query: query))
+                throw RESTError.permissionDenied
+            }
             let node = early.root.node(at: request.path)
             sentValue = query.map { $0.window(of: node) } ?? node
         } else {
