@@ -38,7 +38,7 @@ public struct DataSnapshot: Sendable {
 
     /// The snapshot of a relative path below this one (empty when absent).
     public func child(_ path: String) -> DataSnapshot {
-        let relative = Path(segments: path.split(separator: "/").map(String.init))
+        let relative = Path(segments: Path.segments(splitting: path))
         return DataSnapshot(path: location.appending(relative), node: node.node(at: relative), spec: .default, fromCache: fromCache)
     }
 

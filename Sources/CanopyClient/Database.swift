@@ -99,7 +99,7 @@ public final class Database: Sendable {
     }
 
     static func parse(_ text: String) -> Path {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let parts = Path.segments(splitting: text)
         if parts.first == SyncCore.infoKey { return Path(segments: parts) }
         do {
             return try Path(parsing: text, allowPriorityLeaf: true)

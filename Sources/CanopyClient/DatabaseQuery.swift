@@ -32,7 +32,7 @@ public struct DatabaseQuery: DatabaseQueryable {
 extension DatabaseQueryable {
     /// Orders children by the value at `path` below each child.
     public func orderByChild(_ path: String) -> DatabaseQuery {
-        query.with { $0.index = .child(Path(segments: path.split(separator: "/").map(String.init))) }
+        query.with { $0.index = .child(Path(segments: Path.segments(splitting: path))) }
     }
     /// Orders children by key.
     public func orderByKey() -> DatabaseQuery { query.with { $0.index = .key } }

@@ -28,6 +28,22 @@ public struct Path: Sendable, CustomStringConvertible {
     ///   - allowPriorityLeaf: Accept `.priority` as the last segment (a priority-only write).
     /// - Throws: `DataError` `.invalidKey` (located at the valid prefix) for a bad segment, `.invalidPath` for more
     ///   than 32 segments.
+    /// The non-empty runs of `string` between slashes, unchecked (a rules `child()` argument, a client's path).
+    /// Split on the UTF-8 bytes: splitting the `String` joins a "/" and a combining accent after it into one
+    /// `Character`, and would read `a/\u{301}b` as one key.
+    public static func segments(splitting string: String) -> [String] {
+        var string = string
+        return string.withUTF8 { bytes in
+            var out: [String] = []
+            var start = 0
+            for i in 0...bytes.count where i == bytes.count || bytes[i] == UInt8(ascii: "/") {
+                defer { start = i + 1 }
+                if i > start { out.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)) }
+            }
+            return out
+        }
+    }
+
     public init(parsing string: String, allowPriorityLeaf: Bool = false) throws(DataError) {
         var segments: [String] = []
         var tooDeep = false

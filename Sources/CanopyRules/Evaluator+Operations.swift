@@ -146,7 +146,7 @@ extension RuleValue {
     /// Splits a `child()` path on `/`, dropping empty segments.
     static func split(_ path: String) -> [String] {
         if !path.utf8.contains(UInt8(ascii: "/")) { return path.isEmpty ? [] : [path] }
-        return path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        return Path.segments(splitting: path)
     }
 
     static func range(of needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {

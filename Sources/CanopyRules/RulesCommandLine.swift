@@ -109,7 +109,7 @@ public enum RulesCommandLine {
 
     /// `/a/b/` → `["a", "b"]`; nil if a key could never be stored.
     static func splitPath(_ path: String) -> [String]? {
-        let keys = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let keys = Path.segments(splitting: path)
         for key in keys where RulesLoader.keyProblem(key) != nil || key.hasPrefix("$") { return nil }
         return keys
     }

@@ -123,6 +123,19 @@ private final class LoadGate: Sendable {
         }
     }
 
+    /// A key may start with a combining accent (Firebase allows any character but . $ # [ ] / and controls). Its
+    /// row key `a/\u{301}b` used to be read back as one key, "a" + "/" + the accent being one `Character`, and the
+    /// namespace then failed to open after a restart.
+    @Test(.timeLimit(.minutes(1)))
+    func keysThatStartWithACombiningAccentComeBackAfterARestart() throws {
+        let value: JSONValue = ["a": ["\u{301}b": "v", "e\u{301}": ["\u{200D}": 1]]]
+        let directory = try prepare(["accent": value])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try restart(directory) { _ in }
+        defer { server.stop(removeData: false) }
+        #expect(try server.client().json("GET", "/v.json?ns=accent", headers: adminHeader(server)).json == value)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func anIdleNamespaceIsClosedAndReopenedWithItsData() throws {
         try withServer(configure: { $0.namespaceIdleMilliseconds = 40 }) { (server: InProcessServer) throws in

@@ -5,6 +5,21 @@ import Testing
 @testable import CanopyRules
 
 @Suite struct EvaluatorTests {
+
+    /// `child()` splits its argument at every "/", even one followed by a combining accent (which a `String`
+    /// split joins with the slash into one `Character`, reading `allowed/\u{301}b` as one key).
+    @Test func childSplitsAtASlashBeforeACombiningAccent() throws {
+        let expression = try TypeChecker.compile("root.child('allowed/' + $k).exists()", captures: ["$k"], kind: .read)
+        let data = JSONRuleData(["allowed": ["\u{301}b": true]])
+        let evaluator = Evaluator(
+            auth: .null, oldRoot: data, newRoot: nil, path: ["items", "\u{301}b"], captures: ["\u{301}b"], now: 0,
+            query: .plain)
+        guard case .success(let granted) = evaluator.isGranted(expression) else {
+            Issue.record("failed at run time")
+            return
+        }
+        #expect(granted)
+    }
     static let cases = SpecResources.cases("expressions")
 
     @Test(arguments: cases)
