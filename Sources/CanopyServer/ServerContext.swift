@@ -117,11 +117,18 @@ final class ServerContext {
             case .success: self?.whenNamespaceReady(for: request, responder, body)
             case .failure(NamespaceUnavailable.elsewhere(_, _, let url)):
                 self?.redirect(request, responder, to: url)
-            case .failure(let error as NamespaceUnavailable):
-                responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
             case .failure(let error):
-                responder.respond(.error(error))
+                Self.answerLoadFailure(error, responder)
             }
+        }
+    }
+
+    /// Answers a request whose namespace could not be loaded: 503 (or 500 when its file cannot be opened).
+    static func answerLoadFailure(_ error: any Error, _ responder: HTTPResponder) {
+        if let error = error as? NamespaceUnavailable {
+            responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
+        } else {
+            responder.respond(.error(error))
         }
     }
 

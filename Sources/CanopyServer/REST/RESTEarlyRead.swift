@@ -52,6 +52,26 @@ struct EarlyTree {
     var policy: any AccessPolicy
 }
 
+extension EarlyTree {
+    /// What a listen of `path` (through `query`) starts from, as the loaded tree would give it: `.denied` when the
+    /// saved rules refuse it, nil when they looked at data not read (the listen waits for the load).
+    enum ListenStart {
+        case value(Node)
+        case denied
+    }
+
+    func listenStart(at path: Path, query: QuerySpec?, as identity: Identity, in name: String, now: Int64)
+        -> ListenStart?
+    {
+        let decision = policy.authorize(
+            .read(query: query), at: path, as: identity, in: name, old: root, new: nil, now: now, coverage: coverage)
+        if coverage.missed { return nil }
+        guard decision.allowed else { return .denied }
+        let node = root.node(at: path)
+        return .value(query.map { $0.window(of: node) } ?? node)
+    }
+}
+
 /// Thrown by `handleGet` when an early read cannot be answered exactly; the request waits for the load.
 struct EarlyReadNeedsTree: Error {}
 

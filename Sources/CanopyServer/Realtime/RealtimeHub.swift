@@ -112,9 +112,7 @@ final class RealtimeHub: RealtimeService {
             guard let self, !responder.hasAnswered else { return }
             switch result {
             case .success: self.handle(request, responder)
-            case .failure(let error as NamespaceUnavailable):
-                responder.respond(.error(NamespaceError.openFailed(error.userMessage, transient: error.isTransient)))
-            case .failure(let error): responder.respond(.error(error))
+            case .failure(let error): ServerContext.answerLoadFailure(error, responder)
             }
         }
         registry.whenStoreOpened(name) { [weak self] opened in
@@ -153,17 +151,14 @@ final class RealtimeHub: RealtimeService {
             // The namespace is loading (RESTEarlyRead): the first `put` comes from the file, decided by the saved
             // rules against what was read; the stream joins its group once the tree is loaded.
             namespace = nil
-            let decision = early.policy.authorize(
-                .read(query: query), at: request.path, as: request.identity, in: request.namespaceName,
-                old: early.root, new: nil, now: context.configuration.clock.nowMilliseconds(),
-                coverage: early.coverage)
-            if early.coverage.missed { throw EarlyReadNeedsTree() }
-            guard decision.allowed else {
+            let now = context.configuration.clock.nowMilliseconds()
+            switch early.listenStart(at: request.path, query: query, as: request.identity, in: request.namespaceName, now: now) {
+            case nil: throw EarlyReadNeedsTree()
+            case .denied?:
                 context.registry.metrics.countDenial(.read(query: query))
                 throw RESTError.permissionDenied
+            case .value(let value)?: sentValue = value
             }
-            let node = early.root.node(at: request.path)
-            sentValue = query.map { $0.window(of: node) } ?? node
         } else {
             let open = try context.namespace(request.namespaceName)
             guard allowed(request.identity, read: request.path, query: query, in: open) else {

@@ -123,13 +123,9 @@ final class WireEarlySession {
         registry.readEarly(name, at: path, shallow: false) { [weak self] tree in
             guard let self, let tree, !self.isDone, registry.open[self.name] == nil else { return }
             let now = self.hub.context.configuration.clock.nowMilliseconds()
-            let decision = tree.policy.authorize(
-                .read(query: query), at: path, as: identity, in: self.name, old: tree.root, new: nil, now: now,
-                coverage: tree.coverage)
             // Refused, or decided by data not read: the session answers once the tree is loaded.
-            guard !tree.coverage.missed, decision.allowed else { return }
-            let node = tree.root.node(at: path)
-            let value = query.map { $0.window(of: node) } ?? node
+            guard case .value(let value)? = tree.listenStart(at: path, query: query, as: identity, in: self.name, now: now)
+            else { return }
             self.sent[WireSession.listenKey(path, tag)] = value.hash
             if clientHash == nil || clientHash != value.hash || value.isEmpty {
                 let messages = WireMessages(closing: WireMessages.dataMessagePrefixes([.set(path: path, value: value)]), tag: tag)
