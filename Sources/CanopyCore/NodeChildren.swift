@@ -1,14 +1,13 @@
-// NodeChildren -- the sorted children of an internal node, flat when small and chunked when large.
+// NodeChildren -- the sorted children of an internal node: one array when small, a persistent B+tree when large.
 //
-// Children are kept sorted by `compareKeys`. Up to `flatLimit` children live in one contiguous array. Larger
-// lists are cut into chunks, each a contiguous sorted array, with a directory of the chunks' first entries and
-// starting offsets — a two-level B-tree. Lookups binary-search the directory, then the chunk: O(log n). One
-// insert, replace or remove copies a single chunk plus the directory. Both cost about n / chunk size + chunk size
-// reference copies, least when chunks hold about √n children: lists are built in chunks of `chunkTarget(n)`
-// (√n, kept within 32...1 024), and a chunk splits once it holds more than twice the target. The directory holds
-// the chunks' first keys, not their entries, so copying it retains no node. For 1 000 children a write copies
-// about 100 references instead of 2 000, for 200 000 about 1 400 instead of 400 000, for 1 000 000 about 3 000.
-// (Chunks of at most 128, as before, cost 5 000 at 200 000 children and 16 000 at 1 000 000.)
+// Children are kept sorted by `compareKeys`. Up to `leafLimit` children live in one contiguous array. A longer
+// list is a B+tree: its entries sit in leaves of at most `leafLimit`, under branches of at most `branchLimit`
+// kids, each branch holding its kids' first keys (for searches) and the number of children before each kid (for
+// positions). Nodes are immutable and shared between versions, so one insert, replace or remove copies one leaf
+// and the branches above it: about 64 + 128 · depth references, where depth is 2 for 260,000 children and 3 for
+// 16 million. (The earlier two-level list of √n-sized chunks copied about 2 √n: 800 references at 150,000
+// children, 2,000 at a million; an insert into a list of 150,000 spent a quarter of a durable PUT's loop time
+// copying and freeing them.)
 //
 // Entries are a struct (key, node, and the key's integer value cached for ordering) rather than the public
 // `(key, node)` tuple: an array of tuples is copied element by element through the runtime's generic tuple
@@ -20,17 +19,10 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     public typealias Element = (key: String, node: Node)
     public typealias Index = Int
 
-    /// Lists up to this size stay flat.
+    /// Lists up to this size stay one array; a leaf of the tree holds at most this many entries.
     static let flatLimit = 64
-
-    /// The chunk size for a list of `count` children: about √count, within 32...1 024.
-    static func chunkTarget(_ count: Int) -> Int {
-        guard count > 32 * 32 else { return 32 }
-        var root = Int(Double(count).squareRoot())
-        while root * root > count { root -= 1 }
-        while (root + 1) * (root + 1) <= count { root += 1 }
-        return Swift.min(root, 1_024)
-    }
+    /// The most kids one branch of the tree holds.
+    static let branchLimit = 64
 
     /// One stored child, with its key's integer value cached for ordering (binary searches compare a probe key
     /// with about log₂ n stored keys; parsing each of them as an integer every time was the larger part of a
@@ -50,7 +42,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
     }
 
-    /// A chunk's first key, with its cached integer value (what a directory search compares).
+    /// A kid's first key, with its cached integer value (what a branch search compares).
     struct FirstKey: Sendable {
         let key: String
         let integer: Int64
@@ -61,18 +53,87 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
     }
 
-    private enum Storage: Sendable {
-        case flat([Entry])
-        indirect case chunked(Chunks)
+    /// The kids of a branch: all leaves (height 1) or all branches.
+    enum Kids: Sendable {
+        case leaves([[Entry]])
+        case branches([Branch])
     }
 
-    private struct Chunks: Sendable {
-        var chunks: [[Entry]]
-        /// The first key of each chunk, with the cached integer value searches compare.
-        var firsts: [FirstKey]
-        /// The number of children before each chunk.
-        var offsets: [Int]
-        var count: Int
+    /// An immutable inner node of the tree.
+    final class Branch: Sendable {
+        let kids: Kids
+        /// The first key under each kid.
+        let firsts: [FirstKey]
+        /// The number of children before each kid (`offsets[0] == 0`).
+        let offsets: [Int]
+        /// The number of children under this branch.
+        let count: Int
+
+        init(kids: Kids, firsts: [FirstKey], offsets: [Int], count: Int) {
+            self.kids = kids
+            self.firsts = firsts
+            self.offsets = offsets
+            self.count = count
+        }
+
+        /// A branch over `leaves` (non-empty, in order).
+        convenience init(leaves: [[Entry]]) {
+            var offsets: [Int] = []
+            offsets.reserveCapacity(leaves.count)
+            var total = 0
+            for leaf in leaves {
+                offsets.append(total)
+                total += leaf.count
+            }
+            self.init(kids: .leaves(leaves), firsts: leaves.map { FirstKey($0[0]) }, offsets: offsets, count: total)
+        }
+
+        /// A branch over `branches` (non-empty, in order).
+        convenience init(branches: [Branch]) {
+            var offsets: [Int] = []
+            offsets.reserveCapacity(branches.count)
+            var total = 0
+            for branch in branches {
+                offsets.append(total)
+                total += branch.count
+            }
+            self.init(
+                kids: .branches(branches), firsts: branches.map { $0.firsts[0] }, offsets: offsets, count: total)
+        }
+
+        var kidCount: Int { offsets.count }
+
+        /// The kid holding `position` (the last whose offset is at most `position`).
+        func kid(holding position: Int) -> Int {
+            offsets.withUnsafeBufferPointer { offsets in
+                var low = 0
+                var high = offsets.count
+                while high - low > 1 {
+                    let mid = (low + high) / 2
+                    if offsets[mid] <= position { low = mid } else { high = mid }
+                }
+                return low
+            }
+        }
+
+        /// The kid an insert at `position` goes into: the one before `position`, so that only an insert at the
+        /// very front changes a kid's first key (the last whose offset is below `position`; 0 for position 0).
+        func kid(insertingAt position: Int) -> Int {
+            position == 0 ? 0 : kid(holding: position - 1)
+        }
+
+        /// The number of leaves below (for tests).
+        var leafCount: Int {
+            switch kids {
+            case .leaves(let leaves): leaves.count
+            case .branches(let branches): branches.reduce(0) { $0 + $1.leafCount }
+            }
+        }
+    }
+
+    private enum Storage: Sendable {
+        case flat([Entry])
+        case tree(Branch)
     }
 
     private let storage: Storage
@@ -92,27 +153,31 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             storage = .flat(list)
             return
         }
-        let size = NodeChildren.chunkTarget(list.count)
-        var chunks: [[Entry]] = []
-        chunks.reserveCapacity(list.count / size + 1)
-        var start = 0
-        while start < list.count {
-            let end = Swift.min(start + size, list.count)
-            chunks.append(Array(list[start..<end]))
-            start = end
+        // Full leaves (a loaded tree wastes nothing), sizes spread evenly, then branches over them likewise.
+        let leaves = NodeChildren.evenPieces(of: list[...], limit: NodeChildren.flatLimit)
+        var level = NodeChildren.evenPieces(of: leaves[...], limit: NodeChildren.branchLimit).map {
+            Branch(leaves: $0)
         }
-        storage = .chunked(NodeChildren.directory(for: chunks))
+        while level.count > 1 {
+            level = NodeChildren.evenPieces(of: level[...], limit: NodeChildren.branchLimit).map {
+                Branch(branches: $0)
+            }
+        }
+        storage = .tree(level[0])
     }
 
-    private static func directory(for chunks: [[Entry]]) -> Chunks {
-        var offsets: [Int] = []
-        offsets.reserveCapacity(chunks.count)
-        var total = 0
-        for chunk in chunks {
-            offsets.append(total)
-            total += chunk.count
+    /// `items` cut into the fewest pieces of at most `limit`, their sizes differing by at most one.
+    private static func evenPieces<T>(of items: ArraySlice<T>, limit: Int) -> [[T]] {
+        let pieces = (items.count + limit - 1) / limit
+        var result: [[T]] = []
+        result.reserveCapacity(pieces)
+        var start = items.startIndex
+        for piece in 0..<pieces {
+            let size = items.count / pieces + (piece < items.count % pieces ? 1 : 0)
+            result.append(Array(items[start..<(start + size)]))
+            start += size
         }
-        return Chunks(chunks: chunks, firsts: chunks.map { FirstKey($0[0]) }, offsets: offsets, count: total)
+        return result
     }
 
     public var startIndex: Int { 0 }
@@ -120,7 +185,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     public var endIndex: Int {
         switch storage {
         case .flat(let list): list.count
-        case .chunked(let c): c.count
+        case .tree(let root): root.count
         }
     }
 
@@ -133,87 +198,126 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list):
             return list[position]
-        case .chunked(let c):
-            precondition(position >= 0 && position < c.count, "NodeChildren index out of range")
-            // The last chunk whose offset is <= position.
-            var low = 0
-            var high = c.offsets.count
-            while high - low > 1 {
-                let mid = (low + high) / 2
-                if c.offsets[mid] <= position { low = mid } else { high = mid }
+        case .tree(var branch):
+            precondition(position >= 0 && position < branch.count, "NodeChildren index out of range")
+            var position = position
+            while true {
+                let kid = branch.kid(holding: position)
+                position -= branch.offsets[kid]
+                switch branch.kids {
+                case .leaves(let leaves): return leaves[kid][position]
+                case .branches(let branches): branch = branches[kid]
+                }
             }
-            return c.chunks[low][position - c.offsets[low]]
         }
     }
 
     public func makeIterator() -> Iterator {
         switch storage {
-        case .flat(let list): Iterator(current: list, rest: [])
-        case .chunked(let c): Iterator(current: c.chunks[0], rest: c.chunks)
+        case .flat(let list): Iterator(leaf: list, root: nil)
+        case .tree(let root): Iterator(leaf: [], root: root)
         }
     }
 
-    /// Walks the chunks in order without per-element searches (and without allocating for flat lists).
+    /// Walks the leaves in order without per-element searches (and without allocating for flat lists).
     public struct Iterator: IteratorProtocol {
-        var current: [Entry]
-        let rest: [[Entry]]
-        var chunk = 0
+        var leaf: [Entry]
         var position = 0
+        /// The branches above the current leaf, each with the index of the kid being walked.
+        var stack: [(branch: Branch, kid: Int)] = []
 
-        init(current: [Entry], rest: [[Entry]]) {
-            self.current = current
-            self.rest = rest
+        init(leaf: [Entry], root: Branch?) {
+            self.leaf = leaf
+            if let root { descend(from: root) }
+        }
+
+        /// Goes down the first kids from `branch` to a leaf.
+        private mutating func descend(from branch: Branch) {
+            var branch = branch
+            while true {
+                stack.append((branch, 0))
+                switch branch.kids {
+                case .leaves(let leaves):
+                    leaf = leaves[0]
+                    position = 0
+                    return
+                case .branches(let branches): branch = branches[0]
+                }
+            }
+        }
+
+        /// Moves to the next leaf; false at the end.
+        private mutating func advance() -> Bool {
+            while let top = stack.last {
+                let next = top.kid + 1
+                if next < top.branch.kidCount {
+                    stack[stack.count - 1].kid = next
+                    switch top.branch.kids {
+                    case .leaves(let leaves):
+                        leaf = leaves[next]
+                        position = 0
+                    case .branches(let branches):
+                        descend(from: branches[next])
+                    }
+                    return true
+                }
+                stack.removeLast()
+            }
+            return false
         }
 
         public mutating func next() -> Element? {
-            while position == current.count {
-                chunk += 1
-                guard chunk < rest.count else { return nil }
-                current = rest[chunk]
-                position = 0
+            while position == leaf.count {
+                guard advance() else { return nil }
             }
             defer { position += 1 }
-            let entry = current[position]
-            return (entry.key, entry.node)
+            return leaf.withUnsafeBufferPointer { ($0[position].key, $0[position].node) }
         }
     }
 
-    /// Where `key` is, or would be inserted: the chunk (0 when flat), the position inside it, and whether found.
+    /// Where `key` is, or would be inserted: its position among the children, and the child when found.
     struct Slot {
-        var chunk: Int
         var position: Int
         var found: Bool
+        /// The child at `position` when `found`.
+        var node: Node?
     }
 
-    /// Finds `key` by binary search (directory, then chunk).
+    /// Finds `key` by binary search (each branch's first keys, then a leaf).
     func slot(of key: String) -> Slot {
         let probe = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
         switch storage {
         case .flat(let list):
-            let (position, found) = NodeChildren.search(list, key, probe)
-            return Slot(chunk: 0, position: position, found: found)
-        case .chunked(let c):
-            // The last chunk whose first key is <= key (chunk 0 when key precedes everything).
-            let low = c.firsts.withUnsafeBufferPointer { firsts in
-                var low = 0
-                var high = firsts.count
-                while high - low > 1 {
-                    let mid = (low + high) / 2
-                    if NodeChildren.compare(firsts[mid].key, firsts[mid].integer, key, probe) <= 0 {
-                        low = mid
-                    } else {
-                        high = mid
+            return NodeChildren.search(list, key, probe, before: 0)
+        case .tree(var branch):
+            var before = 0
+            while true {
+                // The last kid whose first key is <= key (kid 0 when key precedes everything).
+                let kid = branch.firsts.withUnsafeBufferPointer { firsts in
+                    var low = 0
+                    var high = firsts.count
+                    while high - low > 1 {
+                        let mid = (low + high) / 2
+                        if NodeChildren.compare(firsts[mid].key, firsts[mid].integer, key, probe) <= 0 {
+                            low = mid
+                        } else {
+                            high = mid
+                        }
                     }
+                    return low
                 }
-                return low
+                before += branch.offsets[kid]
+                switch branch.kids {
+                case .leaves(let leaves): return NodeChildren.search(leaves[kid], key, probe, before: before)
+                case .branches(let branches): branch = branches[kid]
+                }
             }
-            let (position, found) = NodeChildren.search(c.chunks[low], key, probe)
-            return Slot(chunk: low, position: position, found: found)
         }
     }
 
-    /// Binary search of one sorted list; `probe` is `key`'s integer value (or `Entry.notInteger`).
-    private static func search(_ list: [Entry], _ key: String, _ probe: Int64) -> (Int, Bool) {
+    /// Binary search of one sorted list whose first entry is child number `before`; `probe` is `key`'s integer
+    /// value (or `Entry.notInteger`).
+    private static func search(_ list: [Entry], _ key: String, _ probe: Int64, before: Int) -> Slot {
         // Fields are read in place: copying an `Entry` out of the array would retain and release its key and node
         // at every probe.
         return list.withUnsafeBufferPointer { entries in
@@ -222,10 +326,10 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             while low < high {
                 let mid = (low + high) / 2
                 let c = compare(entries[mid].key, entries[mid].integer, key, probe)
-                if c == 0 { return (mid, true) }
+                if c == 0 { return Slot(position: before + mid, found: true, node: entries[mid].node) }
                 if c < 0 { low = mid + 1 } else { high = mid }
             }
-            return (low, false)
+            return Slot(position: before + low, found: false, node: nil)
         }
     }
 
@@ -243,50 +347,94 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     }
 
     /// The child at a found slot.
-    func element(at slot: Slot) -> Element {
-        let entry: Entry =
-            switch storage {
-            case .flat(let list): list[slot.position]
-            case .chunked(let c): c.chunks[slot.chunk][slot.position]
-            }
-        return (entry.key, entry.node)
-    }
+    func element(at slot: Slot) -> Element { self[slot.position] }
 
     /// The node at a found slot.
-    func node(at slot: Slot) -> Node {
-        switch storage {
-        case .flat(let list): list[slot.position].node
-        case .chunked(let c): c.chunks[slot.chunk][slot.position].node
-        }
-    }
+    func node(at slot: Slot) -> Node { slot.node ?? self[slot.position].node }
 
     /// A copy with the child at `slot` replaced (found) or inserted there (not found).
     func setting(_ element: Element, at slot: Slot) -> NodeChildren {
-        let element = Entry(key: element.key, node: element.node)
+        let entry = Entry(key: element.key, node: element.node)
         switch storage {
         case .flat(var list):
-            if slot.found { list[slot.position] = element } else { list.insert(element, at: slot.position) }
-            return list.count <= NodeChildren.flatLimit
-                ? NodeChildren(storage: .flat(list)) : NodeChildren(sortedEntries: list)
-        case .chunked(var c):
-            if slot.found {
-                c.chunks[slot.chunk][slot.position] = element
-                if slot.position == 0 { c.firsts[slot.chunk] = FirstKey(element) }
-                return NodeChildren(storage: .chunked(c))
+            if slot.found { list[slot.position] = entry } else { list.insert(entry, at: slot.position) }
+            if list.count <= NodeChildren.flatLimit { return NodeChildren(storage: .flat(list)) }
+            guard slot.position == NodeChildren.flatLimit else { return NodeChildren(sortedEntries: list) }
+            // Appended: the full array becomes the first leaf, as in `inserting`.
+            let leaves = [Array(list[..<NodeChildren.flatLimit]), Array(list[NodeChildren.flatLimit...])]
+            return NodeChildren(storage: .tree(Branch(leaves: leaves)))
+        case .tree(let root):
+            if slot.found { return NodeChildren(storage: .tree(NodeChildren.replacing(entry, at: slot.position, in: root))) }
+            let appending = slot.position == root.count
+            let (left, right) = NodeChildren.inserting(entry, at: slot.position, in: root, appending: appending)
+            guard let right else { return NodeChildren(storage: .tree(left)) }
+            return NodeChildren(storage: .tree(Branch(branches: [left, right])))
+        }
+    }
+
+    /// `branch` with the entry at `position` replaced by `entry` (same key: no first key changes).
+    private static func replacing(_ entry: Entry, at position: Int, in branch: Branch) -> Branch {
+        let kid = branch.kid(holding: position)
+        let inner = position - branch.offsets[kid]
+        switch branch.kids {
+        case .leaves(var leaves):
+            leaves[kid][inner] = entry
+            return Branch(kids: .leaves(leaves), firsts: branch.firsts, offsets: branch.offsets, count: branch.count)
+        case .branches(var branches):
+            branches[kid] = replacing(entry, at: inner, in: branches[kid])
+            return Branch(
+                kids: .branches(branches), firsts: branch.firsts, offsets: branch.offsets, count: branch.count)
+        }
+    }
+
+    /// `branch` with `entry` inserted at `position`, and the new right sibling when it had to split.
+    ///
+    /// A full node splits in halves, except when `appending` (inserting after every child, as pushes do): then the
+    /// left part stays full and the new entry starts the right one, so lists grown at their end fill their nodes.
+    private static func inserting(_ entry: Entry, at position: Int, in branch: Branch, appending: Bool) -> (
+        Branch, Branch?
+    ) {
+        let kid = branch.kid(insertingAt: position)
+        let inner = position - branch.offsets[kid]
+        var firsts = branch.firsts
+        var offsets = branch.offsets
+        for i in (kid + 1)..<offsets.count { offsets[i] += 1 }
+        let count = branch.count + 1
+        switch branch.kids {
+        case .leaves(var leaves):
+            leaves[kid].insert(entry, at: inner)
+            if inner == 0 { firsts[kid] = FirstKey(entry) }
+            if leaves[kid].count > flatLimit {
+                let full = leaves[kid]
+                let cut = appending ? flatLimit : full.count / 2
+                leaves[kid] = Array(full[..<cut])
+                leaves.insert(Array(full[cut...]), at: kid + 1)
+                firsts.insert(FirstKey(full[cut]), at: kid + 1)
+                offsets.insert(offsets[kid] + cut, at: kid + 1)
             }
-            c.chunks[slot.chunk].insert(element, at: slot.position)
-            if slot.position == 0 { c.firsts[slot.chunk] = FirstKey(element) }
-            c.count += 1
-            for i in (slot.chunk + 1)..<c.offsets.count { c.offsets[i] += 1 }
-            if c.chunks[slot.chunk].count > 2 * NodeChildren.chunkTarget(c.count) {
-                let full = c.chunks[slot.chunk]
-                let half = full.count / 2
-                c.chunks[slot.chunk] = Array(full[..<half])
-                c.chunks.insert(Array(full[half...]), at: slot.chunk + 1)
-                c.firsts.insert(FirstKey(full[half]), at: slot.chunk + 1)
-                c.offsets.insert(c.offsets[slot.chunk] + half, at: slot.chunk + 1)
+            return split(Branch(kids: .leaves(leaves), firsts: firsts, offsets: offsets, count: count), appending)
+        case .branches(var branches):
+            let (left, right) = inserting(entry, at: inner, in: branches[kid], appending: appending)
+            branches[kid] = left
+            if inner == 0 { firsts[kid] = left.firsts[0] }
+            if let right {
+                branches.insert(right, at: kid + 1)
+                firsts.insert(right.firsts[0], at: kid + 1)
+                offsets.insert(offsets[kid] + left.count, at: kid + 1)
             }
-            return NodeChildren(storage: .chunked(c))
+            return split(Branch(kids: .branches(branches), firsts: firsts, offsets: offsets, count: count), appending)
+        }
+    }
+
+    /// `branch` itself when it has room, else its two halves (the left one full when `appending`).
+    private static func split(_ branch: Branch, _ appending: Bool) -> (Branch, Branch?) {
+        guard branch.kidCount > branchLimit else { return (branch, nil) }
+        let cut = appending ? branchLimit : branch.kidCount / 2
+        switch branch.kids {
+        case .leaves(let leaves):
+            return (Branch(leaves: Array(leaves[..<cut])), Branch(leaves: Array(leaves[cut...])))
+        case .branches(let branches):
+            return (Branch(branches: Array(branches[..<cut])), Branch(branches: Array(branches[cut...])))
         }
     }
 
@@ -296,29 +444,90 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         case .flat(var list):
             list.remove(at: slot.position)
             return NodeChildren(storage: .flat(list))
-        case .chunked(var c):
-            c.chunks[slot.chunk].remove(at: slot.position)
-            c.count -= 1
-            for i in (slot.chunk + 1)..<c.offsets.count { c.offsets[i] -= 1 }
-            if c.chunks[slot.chunk].isEmpty {
-                c.chunks.remove(at: slot.chunk)
-                c.firsts.remove(at: slot.chunk)
-                c.offsets.remove(at: slot.chunk)
-            } else if slot.position == 0 {
-                c.firsts[slot.chunk] = FirstKey(c.chunks[slot.chunk][0])
+        case .tree(let root):
+            guard var rest = NodeChildren.removing(at: slot.position, in: root) else { return .none }
+            if rest.count <= NodeChildren.flatLimit / 2 {
+                return NodeChildren(storage: .flat(Array(NodeChildren(storage: .tree(rest)).entries())))
             }
-            if c.count <= NodeChildren.flatLimit / 2 {
-                return NodeChildren(storage: .flat(c.chunks.flatMap { $0 }))
-            }
-            return NodeChildren(storage: .chunked(c))
+            // A root left with a single branch gives way to it.
+            while rest.kidCount == 1, case .branches(let only) = rest.kids { rest = only[0] }
+            if rest.kidCount == 1, case .leaves(let only) = rest.kids { return NodeChildren(storage: .flat(only[0])) }
+            return NodeChildren(storage: .tree(rest))
         }
     }
 
-    /// The number of chunks (1 when flat); for tests.
+    /// `branch` without the entry at `position`; nil when nothing is left under it. Emptied kids are dropped; nodes
+    /// are not merged with their neighbours, so a list that shrinks keeps its depth until it is small enough to be
+    /// flat again.
+    private static func removing(at position: Int, in branch: Branch) -> Branch? {
+        guard branch.count > 1 else { return nil }
+        let kid = branch.kid(holding: position)
+        let inner = position - branch.offsets[kid]
+        var firsts = branch.firsts
+        var offsets = branch.offsets
+        for i in (kid + 1)..<offsets.count { offsets[i] -= 1 }
+        let count = branch.count - 1
+        switch branch.kids {
+        case .leaves(var leaves):
+            leaves[kid].remove(at: inner)
+            if leaves[kid].isEmpty {
+                leaves.remove(at: kid)
+                firsts.remove(at: kid)
+                offsets.remove(at: kid)
+            } else if inner == 0 {
+                firsts[kid] = FirstKey(leaves[kid][0])
+            }
+            return Branch(kids: .leaves(leaves), firsts: firsts, offsets: offsets, count: count)
+        case .branches(var branches):
+            if let rest = removing(at: inner, in: branches[kid]) {
+                branches[kid] = rest
+                if inner == 0 { firsts[kid] = rest.firsts[0] }
+            } else {
+                branches.remove(at: kid)
+                firsts.remove(at: kid)
+                offsets.remove(at: kid)
+            }
+            return Branch(kids: .branches(branches), firsts: firsts, offsets: offsets, count: count)
+        }
+    }
+
+    /// The entries in order.
+    private func entries() -> [Entry] {
+        switch storage {
+        case .flat(let list): return list
+        case .tree(let root):
+            var result: [Entry] = []
+            result.reserveCapacity(root.count)
+            func collect(_ branch: Branch) {
+                switch branch.kids {
+                case .leaves(let leaves): for leaf in leaves { result.append(contentsOf: leaf) }
+                case .branches(let branches): for branch in branches { collect(branch) }
+                }
+            }
+            collect(root)
+            return result
+        }
+    }
+
+    /// The number of leaves (1 when flat); for tests.
     var chunkCount: Int {
         switch storage {
         case .flat: 1
-        case .chunked(let c): c.chunks.count
+        case .tree(let root): root.leafCount
+        }
+    }
+
+    /// The levels of branches above the leaves (0 when flat); for tests.
+    var depth: Int {
+        switch storage {
+        case .flat: return 0
+        case .tree(var branch):
+            var levels = 1
+            while case .branches(let branches) = branch.kids {
+                branch = branches[0]
+                levels += 1
+            }
+            return levels
         }
     }
 }

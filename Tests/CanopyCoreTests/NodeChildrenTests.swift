@@ -1,4 +1,4 @@
-// NodeChildrenTests -- the flat/chunked child list stays sorted and consistent through inserts and removals.
+// NodeChildrenTests -- the flat list and the B+tree of children stay sorted and consistent through inserts and removals.
 
 import Testing
 
@@ -65,22 +65,76 @@ import Testing
         check(shrinking, Array(keys.prefix(5)).sorted { compareKeys($0, $1) < 0 })
     }
 
-    @Test func largeListsUseChunksOfAboutTheSquareRootOfTheirSize() {
+    @Test func largeListsAreTreesOfFullLeavesWhenBuiltOrAppended() {
         var rng = SeededGenerator(seed: 7)
         let keys = (0..<40_000).map { "k\($0)" }
         let sorted = keys.sorted { compareKeys($0, $1) < 0 }
-        var node = Node.empty
-        for key in keys.shuffled(using: &rng) { node = node.settingChild(key, Node(leaf: 1)) }
-        check(node, sorted)
-        // A list built whole has √n chunks of √n; one grown by inserts splits a chunk past twice that, so it has
-        // 100 to 200 chunks of 200 to 400 (chunks of at most 128, as before, made 157 to 313).
+        // Built whole: 625 leaves of 64 under 10 branches under the root.
         let built = Node(children: sorted.map { (key: $0, node: Node(leaf: 1)) })
-        #expect(built.children.chunkCount == 200)
-        #expect((100...200).contains(node.children.chunkCount))
-        #expect(node == built)
-        // Removing most of it keeps it sorted and findable.
-        for key in keys.prefix(39_000) { node = node.settingChild(key, .empty) }
-        check(node, Array(keys.suffix(1_000)).sorted { compareKeys($0, $1) < 0 })
+        #expect(built.children.chunkCount == 625)
+        #expect(built.children.depth == 2)
+        // Inserted in random order: leaves split in halves, so they are between half full and full.
+        var shuffled = Node.empty
+        for key in keys.shuffled(using: &rng) { shuffled = shuffled.settingChild(key, Node(leaf: 1)) }
+        check(shuffled, sorted)
+        #expect((625...1_250).contains(shuffled.children.chunkCount))
+        #expect(shuffled == built)
+        #expect(shuffled.hash == built.hash)
+        // Appended in key order (as pushes are): leaves stay full.
+        var appended = Node.empty
+        for key in sorted { appended = appended.settingChild(key, Node(leaf: 1)) }
+        #expect(appended.children.chunkCount == 625)
+        #expect(appended == built)
+        // Removing most of it keeps it sorted and findable, and a small remainder is one array again.
+        for key in keys.prefix(39_000) { shuffled = shuffled.settingChild(key, .empty) }
+        check(shuffled, Array(keys.suffix(1_000)).sorted { compareKeys($0, $1) < 0 })
+        for key in keys.suffix(1_000).dropFirst(20) { shuffled = shuffled.settingChild(key, .empty) }
+        #expect(shuffled.children.depth == 0)
+        check(shuffled, Array(keys.suffix(1_000).prefix(20)).sorted { compareKeys($0, $1) < 0 })
+    }
+
+    @Test func threeLevelTreesStayConsistentThroughInsertsAndRemovals() {
+        // 270,000 children need three levels of branches (64 × 64 × 64 = 262,144 per two).
+        var rng = SeededGenerator(seed: 3)
+        // Zero-padded numbers sort as strings (a leading zero is not an integer key); every odd one is free.
+        func padded(_ number: Int) -> String {
+            let digits = String(number)
+            return String(repeating: "0", count: 7 - digits.count) + digits
+        }
+        var keys = (0..<270_000).map { padded($0 * 2) }
+        var node = Node(children: keys.map { (key: $0, node: Node(leaf: 1)) })
+        #expect(node.children.depth == 3)
+        var present = Set(keys)
+        for round in 0..<3_000 {
+            let key = padded(Int.random(in: 0..<540_002, using: &rng))
+            if round % 3 == 2, let victim = present.randomElement(using: &rng) {
+                node = node.settingChild(victim, .empty)
+                present.remove(victim)
+            } else {
+                node = node.settingChild(key, Node(leaf: .int(Int64(round))))
+                present.insert(key)
+            }
+        }
+        // Each child is at its position in key order, by index, by iteration and by lookup.
+        keys = present.sorted { compareKeys($0, $1) < 0 }
+        let children = node.children
+        #expect(children.count == keys.count)
+        #expect(children.map(\.key) == keys)
+        for position in stride(from: 0, to: keys.count, by: 997) {
+            #expect(children[position].key == keys[position])
+            #expect(node.hasChild(keys[position]))
+        }
+        #expect(children[keys.count - 1].key == keys.last)
+        #expect(!node.hasChild("0000001"))
+        // The front and the back, where first keys and appends change.
+        let front = node.settingChild("-1", Node(leaf: 0)).settingChild("zz", Node(leaf: 0))
+        #expect(front.children.first?.key == "-1")
+        #expect(front.children.last?.key == "zz")
+        #expect(front.children[1].key == keys[0])
+        #expect(front.child("-1").value == 0)
+        let trimmed = front.settingChild("-1", .empty).settingChild(keys[0], .empty)
+        #expect(trimmed.children.first?.key == keys[1])
+        #expect(trimmed.child(keys[1]).value != nil)
     }
 
     @Test func keysBeforeTheFirstChunkInsertAtTheFront() {
