@@ -64,9 +64,18 @@ public final class StorePool: Sendable {
     ///
     /// A job must not wait for other jobs of the same pool (with every thread waiting, nothing would run them).
     public func run(_ job: @escaping @Sendable () -> Void) {
+        run(job, wakingAThread: true)
+    }
+
+    /// Queues `job` without waking an idle thread when `wakingAThread` is false: for a pool thread that is about to
+    /// return to the pool, so that it runs the job itself (unless a busy thread gets to it first). Waking another
+    /// thread for work that follows the current job costs a context switch on each side and a core's wake-up;
+    /// a WAL sync after its commit is such work. Only a pool thread may pass false (otherwise it wakes anyway).
+    func run(_ job: @escaping @Sendable () -> Void, wakingAThread: Bool) {
+        let wake = wakingAThread || !isCurrentThreadInPool
         let shouldWake = state.withLock { state in
             state.jobs.append(job)
-            guard state.idleThreads > 0 else { return false }
+            guard wake, state.idleThreads > 0 else { return false }
             state.idleThreads -= 1
             return true
         }
@@ -163,8 +172,10 @@ final class StoreLane<Item: Sendable>: Sendable {
 
     /// Queues an item; the lane runs soon.
     ///
+    /// - Parameter wakingAThread: false from a pool thread about to return to the pool, which then runs the lane
+    ///   itself (see `StorePool.run(_:wakingAThread:)`).
     /// - Returns: `false` when the lane is closing (the item was not queued).
-    func enqueue(_ item: Item) -> Bool {
+    func enqueue(_ item: Item, wakingAThread: Bool = true) -> Bool {
         let schedule: Bool? = state.withLock { state in
             guard !state.isClosing else { return nil }
             state.pending.append(item)
@@ -172,7 +183,7 @@ final class StoreLane<Item: Sendable>: Sendable {
             return !state.isScheduled
         }
         guard let schedule else { return false }
-        if schedule { pool.run { [self] in run() } }
+        if schedule { pool.run({ [self] in run() }, wakingAThread: wakingAThread) }
         return true
     }
 

@@ -80,12 +80,15 @@ final class StoreWriter {
     /// WAL frames past which `checkpointIfDue` checkpoints (`StoreOptions.walAutocheckpoint`; 0: never).
     private let checkpointFrames: Int
 
+    /// Whether `checkpointIfDue` would checkpoint now.
+    var isCheckpointDue: Bool { checkpointFrames > 0 && walFrames.count >= checkpointFrames }
+
     /// Checkpoints the WAL (PASSIVE: copies what no reader needs into the database) once it holds
     /// `walAutocheckpoint` frames, as SQLite's automatic checkpoint would, but when the caller chooses: after a
     /// group was made visible and handed to the sync thread, not inside its COMMIT. A publish dirties a page
     /// per attendee; copying those back inside COMMIT delayed its delivery and acknowledgement by as much again.
     func checkpointIfDue() {
-        guard checkpointFrames > 0, walFrames.count >= checkpointFrames else { return }
+        guard isCheckpointDue else { return }
         walFrames.count = 0
         // Not an error when it cannot finish (a reader holds old frames): the next one goes on from there.
         _ = sqlite3_wal_checkpoint_v2(connection.database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)

@@ -50,8 +50,11 @@ final class WALSyncer: Sendable {
     deinit { close(descriptor) }
 
     /// Queues a committed group; its completions run after the next sync.
-    func hand(_ batch: Batch) {
-        _ = lane.enqueue(batch)
+    ///
+    /// - Parameter followingOnThisThread: the caller (the writer lane's run) returns to the pool right after, so
+    ///   the sync may run on its thread instead of waking another one.
+    func hand(_ batch: Batch, followingOnThisThread: Bool = false) {
+        _ = lane.enqueue(batch, wakingAThread: !followingOnThisThread)
     }
 
     /// Whether the calling thread is syncing for this store now (a completion called from it).
