@@ -66,7 +66,9 @@ enum HTTPResponseWriter {
         appendHead(status: response.status, headers: response.headers, date: date, to: &out)
         let bodiless = response.status < 200 || response.status == 204 || response.status == 304
         if !bodiless {
-            appendField("Content-Length", String(response.body.count), to: &out)
+            out.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(response.body.count, to: &out)
+            out.append(contentsOf: crlf)
         }
         appendConnection(persistence, to: &out)
         out.append(contentsOf: crlf)
@@ -90,18 +92,36 @@ enum HTTPResponseWriter {
     private static func appendHead(
         status: Int, headers: [(String, String)], date: [UInt8]?, to out: inout [UInt8]
     ) {
-        out.append(contentsOf: "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n".utf8)
+        // Byte by byte, without a String or an array per field: building a small answer's head was 6 % of a
+        // REST write's loop time.
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status, to: &out)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: reasonPhrase(status).utf8)
+        out.append(contentsOf: crlf)
         var hasDate = false
         for (name, value) in headers {
-            let lowered = String(decoding: name.utf8.map(HTTPHeaders.lowercasedASCII), as: UTF8.self)
-            if framingFields.contains(lowered) { continue }
-            hasDate = hasDate || lowered == "date"
+            if framingFields.contains(where: { HTTPHeaders.namesEqual($0, name) }) { continue }
+            hasDate = hasDate || HTTPHeaders.namesEqual(name, "date")
             appendField(name, value, to: &out)
         }
         if let date, !hasDate {
             out.append(contentsOf: "Date: ".utf8)
             out.append(contentsOf: date)
             out.append(contentsOf: crlf)
+        }
+    }
+
+    /// Appends an integer's decimal digits.
+    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        guard value >= 0 else { return out.append(contentsOf: String(value).utf8) }
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var rest = value
+        while divisor > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+            rest %= divisor
+            divisor /= 10
         }
     }
 
@@ -115,10 +135,14 @@ enum HTTPResponseWriter {
 
     /// Appends `name: value` CRLF, dropping CR, LF and NUL so no caller can split the response.
     private static func appendField(_ name: String, _ value: String, to out: inout [UInt8]) {
-        let safe: (UInt8) -> Bool = { $0 != 0x0D && $0 != 0x0A && $0 != 0x00 }
-        out.append(contentsOf: name.utf8.filter { safe($0) && $0 != UInt8(ascii: ":") })
-        out.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-        out.append(contentsOf: value.utf8.filter(safe))
+        for byte in name.utf8 where byte != 0x0D && byte != 0x0A && byte != 0x00 && byte != UInt8(ascii: ":") {
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: ":"))
+        out.append(UInt8(ascii: " "))
+        for byte in value.utf8 where byte != 0x0D && byte != 0x0A && byte != 0x00 {
+            out.append(byte)
+        }
         out.append(contentsOf: crlf)
     }
 

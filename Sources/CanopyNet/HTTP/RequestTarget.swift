@@ -35,9 +35,13 @@ struct RequestTarget: Equatable {
         var query: [Parameter] = []
         if let queryStart {
             let queryEnd = fragmentStart.map { max($0, queryStart + 1) } ?? rest.endIndex
-            for piece in rest[(queryStart + 1)..<queryEnd].split(
-                separator: UInt8(ascii: "&"), omittingEmptySubsequences: true)
-            {
+            // Pieces between '&'s, empty ones skipped (a loop rather than `split`, which builds an array of them).
+            var start = queryStart + 1
+            while start < queryEnd {
+                let end = rest[start..<queryEnd].firstIndex(of: UInt8(ascii: "&")) ?? queryEnd
+                defer { start = end + 1 }
+                guard end > start else { continue }
+                let piece = rest[start..<end]
                 let equals = piece.firstIndex(of: UInt8(ascii: "="))
                 let name = piece[piece.startIndex..<(equals ?? piece.endIndex)]
                 let value = equals.map { piece[($0 + 1)...] } ?? []
@@ -83,6 +87,8 @@ struct RequestTarget: Equatable {
     /// Decodes `%XX` escapes once. Returns nil for a truncated or non-hex escape or invalid UTF-8.
     static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
         guard bytes.contains(UInt8(ascii: "%")) else {
+            // Visible ASCII (the parser checked every byte of the target) is valid UTF-8 as it is.
+            if bytes.allSatisfy({ $0 < 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
             return String(validating: bytes, as: UTF8.self)
         }
         var decoded: [UInt8] = []
