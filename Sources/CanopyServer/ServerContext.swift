@@ -174,14 +174,36 @@ final class ServerContext {
         return configuration.defaultNamespace
     }
 
+    /// The credential of an `Authorization: Bearer <credential>` value (the scheme in any case), or nil.
+    ///
+    /// The usual form, the scheme, one space and a credential, is read in place; anything else goes through the
+    /// general split (a generic `split` and `lowercased` on every request were 2 % of a REST write's loop time).
+    static func bearerCredential(_ header: String) -> String? {
+        let scheme = "bearer ".utf8
+        let utf8 = header.utf8
+        if utf8.count > scheme.count,
+            let usual = utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+                for (index, expected) in scheme.enumerated() {
+                    let byte = bytes[index]
+                    guard byte == expected || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == expected) else {
+                        return false
+                    }
+                }
+                return bytes[scheme.count] != UInt8(ascii: " ")
+            }), usual
+        {
+            // The scheme is ASCII, so the rest starts on a character boundary.
+            if let credential = String(header.utf8.dropFirst(scheme.count)) { return credential }
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        return parts.count == 2 && parts[0].lowercased() == "bearer" ? String(parts[1]) : nil
+    }
+
     func identify(_ request: HTTPRequest, params: [String: String], namespace: String) throws(CredentialError)
         -> Identity
     {
         var bearer: String?
-        if let header = request.header("authorization") {
-            let parts = header.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "bearer" { bearer = String(parts[1]) }
-        }
+        if let header = request.header("authorization") { bearer = Self.bearerCredential(header) }
         do {
             return try credentials.identify(
                 bearer: bearer, authParam: params["auth"] ?? params["access_token"],

@@ -46,6 +46,25 @@ import Testing
         }
     }
 
+    @Test func theBearerSchemeIsReadInAnyCaseAndOnlyBeforeOneSpace() throws {
+        try withServer { server in
+            let c = server.client()
+            for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+                let r = try c.json("GET", "/.json?ns=t4", headers: [("Authorization", "\(scheme) \(server.admin)")])
+                #expect(r.status == 200, "\(scheme)")
+            }
+            // Not the admin credential: another scheme, no space, a tab, or two spaces (the credential would start
+            // with one), and the bare credential.
+            for value in [
+                "Basic \(server.admin)", "Bearer\(server.admin)", "Bearer\t\(server.admin)", "Bearer  \(server.admin)",
+                "Bearers \(server.admin)", "\(server.admin)",
+            ] {
+                let r = try c.json("GET", "/.json?ns=t4", headers: [("Authorization", value)])
+                #expect(r.status == 401 || r.status == 400, "\(value)")
+            }
+        }
+    }
+
     @Test func emulatorOwnerIsAdmin() throws {
         try withServer(configure: { $0.emulator = true }) { server in
             let r = try server.client().json(
