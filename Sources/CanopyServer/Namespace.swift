@@ -37,6 +37,10 @@ public final class Namespace {
     /// operations in commit order (for the realtime fan-out, which must deliver every operation's state, not
     /// only the batch's last one).
     public var onCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
+    /// Whether anyone is to be told of a batch as soon as it is in the WAL (`onCommit`); nil counts as yes. When
+    /// nobody is, the batch is shown with its acknowledgement, after the WAL sync, and the loop is woken once per
+    /// durable write instead of twice (see <doc:Architecture#Durability-and-when-listeners-are-told>).
+    public var hasSubscribers: (() -> Bool)?
 
     /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
     /// reads, listens and refused writes of a namespace that holds nothing create no file and no threads.
@@ -233,10 +237,12 @@ public final class Namespace {
         let loop = self.loop
         let bound = LoopBound(self, loop: loop)
         let mutations = open.mutations
+        let visibleMayWait = !(hasSubscribers?() ?? true)
         let submit: @Sendable () -> Void = {
             store.submit(
                 mutations,
-                visible: { loop.execute { bound.value?.batchVisible(id) } }
+                visible: { loop.execute { bound.value?.batchVisible(id) } },
+                visibleMayWaitForSync: visibleMayWait
             ) { result in
                 let ok: Bool
                 switch result {

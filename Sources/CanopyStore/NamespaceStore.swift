@@ -93,12 +93,17 @@ public final class NamespaceStore: Sendable {
     ///     COMMIT wrote the mutations to the WAL — from then on they survive a crash of this process (`kill -9`),
     ///     and with `.full` the WAL sync that makes them survive power loss follows. Not called on failure.
     ///     (If that sync fails, `completion` reports the failure after `visible` ran.)
+    ///   - visibleMayWaitForSync: `visible` may be called after the WAL sync, right before `completion`, when the
+    ///     sync follows on the same thread: for a caller that nobody waits on to be told early (a namespace
+    ///     without listeners), whose thread is then woken once per durable write instead of twice. (When that
+    ///     sync fails, `visible` is not called.)
     ///   - completion: called exactly once.
     public func submit(
-        _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil,
+        _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil, visibleMayWaitForSync: Bool = false,
         completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
     ) {
-        let submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
+        var submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
+        submission.visibleMayWait = visibleMayWaitForSync
         if !lane.enqueue(.submission(submission)) {
             completion(.failure(StoreError(.closed, "the store is closed", location: path)))
         }
@@ -204,17 +209,22 @@ public final class NamespaceStore: Sendable {
             options.commitLatency?.observe(since: started)
             queue.revision.store(writer.revision, ordering: .releasing)
             queue.transactionCount.add(1, ordering: .relaxed)
+            let syncsHere = endsTheRun && head == submissions.count && !writer.isCheckpointDue
+            // Told with their completions, after the sync on this thread, when none of the group needs it sooner.
+            let deferVisible = state.syncer != nil && syncsHere && group.allSatisfy(\.visibleMayWait)
             var committed = false
             for (submission, result) in zip(group, results) {
                 guard case .success = result else { continue }
                 committed = true
-                submission.visible?()
+                if !deferVisible { submission.visible?() }
             }
             if let syncer = state.syncer {
                 // Even a failed group goes through the syncer: completions must keep submission order.
                 syncer.hand(
-                    WALSyncer.Batch(completions: group.map(\.completion), results: results),
-                    followingOnThisThread: endsTheRun && head == submissions.count && !writer.isCheckpointDue)
+                    WALSyncer.Batch(
+                        completions: group.map(\.completion), results: results,
+                        visibles: deferVisible ? group.map(\.visible) : []),
+                    followingOnThisThread: syncsHere)
                 continue
             }
             if committed {

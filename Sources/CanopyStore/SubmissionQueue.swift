@@ -9,6 +9,9 @@ final class SubmissionQueue: Sendable {
     struct Submission: Sendable {
         let mutations: [StoreMutation]
         let visible: (@Sendable () -> Void)?
+        /// Whether `visible` may wait for the WAL sync (nobody is waiting to be told early; see
+        /// `NamespaceStore.submit`).
+        var visibleMayWait = false
         let completion: @Sendable (Result<UInt64, StoreError>) -> Void
     }
 

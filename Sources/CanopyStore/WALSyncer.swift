@@ -22,6 +22,8 @@ final class WALSyncer: Sendable {
     struct Batch: Sendable {
         var completions: [@Sendable (Result<UInt64, StoreError>) -> Void]
         var results: [Result<UInt64, StoreError>]
+        /// `visible` callbacks deferred to the sync (one per completion), or empty when they ran at the commit.
+        var visibles: [(@Sendable () -> Void)?] = []
     }
 
     private let descriptor: Int32
@@ -85,10 +87,11 @@ final class WALSyncer: Sendable {
             do throws(StoreError) { try sequence.record(last) } catch { failure = error }
         }
         for batch in taken {
-            for (completion, result) in zip(batch.completions, batch.results) {
+            for (index, (completion, result)) in zip(batch.completions, batch.results).enumerated() {
                 if let failure, case .success = result {
                     completion(.failure(failure))
                 } else {
+                    if case .success = result, index < batch.visibles.count { batch.visibles[index]?() }
                     completion(result)
                 }
             }

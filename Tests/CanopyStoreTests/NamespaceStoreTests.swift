@@ -207,6 +207,33 @@ import Testing
         #expect(seen.firstIndex(of: "visible a")! < seen.firstIndex(of: "visible c")!)
         #expect(try rows(of: store) == ["/a=1", "/c=3"])
     }
+    @Test(arguments: [false, true])
+    func aVisibleThatMayWaitRunsAfterTheSyncOtherwiseBefore(mayWait: Bool) throws {
+        // The sync is held until the test lets it go: an early `visible` runs meanwhile, a deferred one after it.
+        let syncing = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        var options = StoreOptions(synchronous: .full)
+        options.beforeSync = {
+            syncing.signal()
+            proceed.wait()
+        }
+        let store = try NamespaceStore(path: directory.file(), options: options)
+        let events = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        store.submit(
+            [leaf("a", .int(1))], visible: { events.withLock { $0.append("visible") } }, visibleMayWaitForSync: mayWait
+        ) { result in
+            events.withLock { $0.append((try? result.get()) != nil ? "ok" : "failed") }
+            done.signal()
+        }
+        syncing.wait()
+        let duringSync = events.withLock { $0 }
+        proceed.signal()
+        done.wait()
+        #expect(duringSync == (mayWait ? [] : ["visible"]))
+        #expect(events.withLock { $0 } == ["visible", "ok"])
+    }
+
     @Test func completionsKeepSubmissionOrderThroughTheSyncStage() throws {
         // With `.full`, completions run on the WAL syncer thread, refused submissions included; none may overtake.
         let store = try open()

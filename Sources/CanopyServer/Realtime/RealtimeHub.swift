@@ -56,6 +56,10 @@ final class RealtimeHub: RealtimeService {
             guard let self, let namespace else { return }
             self.committed(namespace, before: before, operations: operations)
         }
+        namespace.hasSubscribers = { [weak self, weak namespace] in
+            guard let self, let namespace else { return false }
+            return !(self.trees[ObjectIdentifier(namespace)]?.isEmpty ?? true)
+        }
     }
 
     // MARK: - WebSocket
