@@ -353,9 +353,9 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private static func parseVersion(_ bytes: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
-        let bytes = Array(bytes)
-        guard bytes.count == 8, bytes.starts(with: "HTTP/".utf8), bytes[6] == UInt8(ascii: "."),
-            let major = digitValue(bytes[5]), let minor = digitValue(bytes[7])
+        let start = bytes.startIndex
+        guard bytes.count == 8, bytes.starts(with: "HTTP/".utf8), bytes[start + 6] == UInt8(ascii: "."),
+            let major = digitValue(bytes[start + 5]), let minor = digitValue(bytes[start + 7])
         else { throw .malformed(reason: "invalid HTTP version") }
         guard major == 1 else { throw .versionNotSupported }
         // Higher 1.x minors are compatible with 1.1 (RFC 9110 §2.5).

@@ -135,15 +135,22 @@ enum HTTPResponseWriter {
 
     /// Appends `name: value` CRLF, dropping CR, LF and NUL so no caller can split the response.
     private static func appendField(_ name: String, _ value: String, to out: inout [UInt8]) {
-        for byte in name.utf8 where byte != 0x0D && byte != 0x0A && byte != 0x00 && byte != UInt8(ascii: ":") {
-            out.append(byte)
-        }
+        appendFiltered(name, droppingColons: true, to: &out)
         out.append(UInt8(ascii: ":"))
         out.append(UInt8(ascii: " "))
-        for byte in value.utf8 where byte != 0x0D && byte != 0x0A && byte != 0x00 {
-            out.append(byte)
-        }
+        appendFiltered(value, droppingColons: false, to: &out)
         out.append(contentsOf: crlf)
+    }
+
+    /// Appends `text` without CR, LF and NUL (and ':' when `droppingColons`): at once when it has none, as the
+    /// server's own fields never do, else byte by byte.
+    private static func appendFiltered(_ text: String, droppingColons: Bool, to out: inout [UInt8]) {
+        let unsafe: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 || (droppingColons && $0 == 0x3A) }
+        if !text.utf8.contains(where: unsafe) {
+            out.append(contentsOf: text.utf8)
+            return
+        }
+        for byte in text.utf8 where !unsafe(byte) { out.append(byte) }
     }
 
     /// The standard reason phrase for `status` (RFC 9110), or "Unknown".

@@ -157,11 +157,16 @@ public final class Credentials: Sendable {
 
 /// Compares two strings without an early exit, so timing does not reveal a prefix of the secret.
 func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-    let x = Array(a.utf8)
-    let y = Array(b.utf8)
-    var diff = UInt8(x.count == y.count ? 0 : 1)
-    for i in 0..<min(x.count, y.count) { diff |= x[i] ^ y[i] }
-    return diff == 0
+    var a = a
+    var b = b
+    // In place (every request compares its credential with the admin one): no copies of either.
+    return a.withUTF8 { x in
+        b.withUTF8 { y in
+            var diff = UInt8(x.count == y.count ? 0 : 1)
+            for i in 0..<min(x.count, y.count) { diff |= x[i] ^ y[i] }
+            return diff == 0
+        }
+    }
 }
 
 /// Reads a whole text file (key files, seeds); throws a `CredentialError` naming the path and the reason.
