@@ -39,7 +39,7 @@ public final class Namespace {
     public var onCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
     /// Whether anyone is to be told of a batch as soon as it is in the WAL (`onCommit`); nil counts as yes. When
     /// nobody is, the batch is shown with its acknowledgement, after the WAL sync, and the loop is woken once per
-    /// durable write instead of twice (see <doc:Architecture#Durability-and-when-listeners-are-told>).
+    /// durable write instead of twice (see Architecture.md#Durability-and-when-listeners-are-told).
     public var hasSubscribers: (() -> Bool)?
 
     /// The SQLite file, opened (or created) by `openStore` when the first batch is flushed if it did not exist:
