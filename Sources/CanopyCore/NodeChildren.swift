@@ -78,27 +78,27 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
         /// A branch over `leaves` (non-empty, in order).
         convenience init(leaves: [[Entry]]) {
-            var offsets: [Int] = []
-            offsets.reserveCapacity(leaves.count)
-            var total = 0
-            for leaf in leaves {
-                offsets.append(total)
-                total += leaf.count
-            }
+            let (offsets, total) = Branch.offsets(of: leaves.map(\.count))
             self.init(kids: .leaves(leaves), firsts: leaves.map { FirstKey($0[0]) }, offsets: offsets, count: total)
         }
 
         /// A branch over `branches` (non-empty, in order).
         convenience init(branches: [Branch]) {
-            var offsets: [Int] = []
-            offsets.reserveCapacity(branches.count)
-            var total = 0
-            for branch in branches {
-                offsets.append(total)
-                total += branch.count
-            }
+            let (offsets, total) = Branch.offsets(of: branches.map(\.count))
             self.init(
                 kids: .branches(branches), firsts: branches.map { $0.firsts[0] }, offsets: offsets, count: total)
+        }
+
+        /// The number of children before each kid of these sizes, and their total.
+        private static func offsets(of sizes: [Int]) -> (offsets: [Int], total: Int) {
+            var offsets: [Int] = []
+            offsets.reserveCapacity(sizes.count)
+            var total = 0
+            for size in sizes {
+                offsets.append(total)
+                total += size
+            }
+            return (offsets, total)
         }
 
         var kidCount: Int { offsets.count }
