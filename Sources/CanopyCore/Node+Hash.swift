@@ -13,14 +13,14 @@
 extension Node {
     /// The Firebase data hash of this node, priorities included; `""` for the empty node.
     public var hash: String {
-        if let cached = hashCache.withLock({ $0 }) { return cached }
+        if let cached = cachedHash { return cached }
         let computed = computeHash()
-        hashCache.withLock { $0 = computed }
+        cacheHash(computed)
         return computed
     }
 
-    /// Whether `hash` is already known (reading it then costs a lock, not a SHA-1 per node).
-    public var isHashCached: Bool { hashCache.withLock { $0 != nil } }
+    /// Whether `hash` is already known (reading it then costs an atomic load, not a SHA-1 per node).
+    public var isHashCached: Bool { cachedHash != nil }
 
     /// Whether `self` and `other` hold the same data, priorities included (what equal hashes say), computed as
     /// cheaply as possible: the same instance; both hashes already cached; otherwise a structural comparison that
@@ -28,7 +28,7 @@ extension Node {
     /// SHA-1 per node, a comparison only a walk (a publish compares thousands of item copies once each).
     public func hasSameData(as other: Node) -> Bool {
         if self === other { return true }
-        if let mine = hashCache.withLock({ $0 }), let theirs = other.hashCache.withLock({ $0 }) {
+        if let mine = cachedHash, let theirs = other.cachedHash {
             return mine == theirs
         }
         guard Node.sameHashText(leafValue, other.leafValue), Node.sameHashText(priorityValue, other.priorityValue),
