@@ -102,8 +102,8 @@ public final class NamespaceStore: Sendable {
         _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil, visibleMayWaitForSync: Bool = false,
         completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
     ) {
-        var submission = SubmissionQueue.Submission(mutations: mutations, visible: visible, completion: completion)
-        submission.visibleMayWait = visibleMayWaitForSync
+        let submission = SubmissionQueue.Submission(
+            mutations: mutations, visible: visible, visibleMayWait: visibleMayWaitForSync, completion: completion)
         if !lane.enqueue(.submission(submission)) {
             completion(.failure(StoreError(.closed, "the store is closed", location: path)))
         }

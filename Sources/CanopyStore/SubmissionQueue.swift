@@ -11,7 +11,7 @@ final class SubmissionQueue: Sendable {
         let visible: (@Sendable () -> Void)?
         /// Whether `visible` may wait for the WAL sync (nobody is waiting to be told early; see
         /// `NamespaceStore.submit`).
-        var visibleMayWait = false
+        let visibleMayWait: Bool
         let completion: @Sendable (Result<UInt64, StoreError>) -> Void
     }
 

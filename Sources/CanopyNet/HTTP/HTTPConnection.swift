@@ -231,11 +231,11 @@ final class HTTPConnection {
         markDirty()
     }
 
-    /// A head whose body follows: the handler may refuse it now; otherwise its body is charged to the budget
-    /// (all of a declared `Content-Length` at once) and, when asked, `100 Continue` is sent.
     /// The largest body that, when it arrived with its head, is read before the handler sees the request.
     static let bufferedBodyDecidedWhole = 16 * 1024
 
+    /// A head whose body follows: the handler may refuse it now; otherwise its body is charged to the budget
+    /// (all of a declared `Content-Length` at once) and, when asked, `100 Continue` is sent.
     private func headReceived(_ head: HTTPRequest, bodyLength: Int?, expectsContinue: Bool) {
         guard let server else { return }
         var head = head

@@ -46,17 +46,17 @@ public struct HTTPHeaders: Sendable, Sequence {
         guard x.count == y.count else { return false }
         // Native strings compare over their bytes in place (a zip of two UTF8Views walks indices: a request's
         // header look-ups were 1 % of a REST write's loop time).
-        if let equal = x.withContiguousStorageIfAvailable({ x in
+        let inPlace = x.withContiguousStorageIfAvailable { x in
             y.withContiguousStorageIfAvailable { y in bytesEqualIgnoringASCIICase(x, y) }
-        }) {
-            if let equal { return equal }
         }
+        if let equal = inPlace ?? nil { return equal }
         return zip(x, y).allSatisfy { lowercasedASCII($0) == lowercasedASCII($1) }
     }
 
     /// Whether two byte runs of the same length are equal, ASCII letters compared case-insensitively.
-    static func bytesEqualIgnoringASCIICase(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard x.count == y.count else { return false }
+    private static func bytesEqualIgnoringASCIICase(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>)
+        -> Bool
+    {
         for index in 0..<x.count where x[index] != y[index] {
             guard lowercasedASCII(x[index]) == lowercasedASCII(y[index]) else { return false }
         }
