@@ -509,7 +509,7 @@ public final class Namespace {
             out.append(.deleteSubtree(path: path))
             return insert(new)
         }
-        if !identical(old.priority, new.priority) {
+        if !JSONValue.identical(old.priority, new.priority) {
             if let priority = new.priority {
                 out.append(.putPriority(path: path, priority: priority))
             } else {
@@ -558,19 +558,8 @@ public final class Namespace {
     /// Whether two records would store the same row: same kind, value and priority, numbers of the same type.
     private static func sameRow(_ a: NodeRecord, _ b: NodeRecord) -> Bool {
         switch (a, b) {
-        case (.leaf(_, let x, let p), .leaf(_, let y, let q)): identical(x, y) && identical(p, q)
-        case (.priority(_, let p), .priority(_, let q)): identical(p, q)
-        default: false
-        }
-    }
-
-    private static func identical(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
-        switch (a, b) {
-        case (nil, nil): true
-        case (.bool(let x)?, .bool(let y)?): x == y
-        case (.int(let x)?, .int(let y)?): x == y
-        case (.double(let x)?, .double(let y)?): x.bitPattern == y.bitPattern
-        case (.string(let x)?, .string(let y)?): JSONKey.bytesEqual(x, y)
+        case (.leaf(_, let x, let p), .leaf(_, let y, let q)): JSONValue.identical(x, y) && JSONValue.identical(p, q)
+        case (.priority(_, let p), .priority(_, let q)): JSONValue.identical(p, q)
         default: false
         }
     }

@@ -93,7 +93,9 @@ enum WriteBuilder {
     {
         do {
             let resolved = try ServerValues.resolve(json, at: path, in: root, now: now)
-            return (try Node.from(json: resolved, at: path), resolved)
+            let node = try Node.from(json: resolved, at: path)
+            // Rewritten data keeps the stored instances (Node+Reuse): the caches keyed by identity stay warm.
+            return (node.hasChildren ? node.reusing(root.node(at: path)) : node, resolved)
         } catch {
             throw .invalidData(error.userMessage)
         }
