@@ -48,9 +48,12 @@ public struct ContentItem: Sendable {
     public let privateCopy: Node
 
     /// Parses item `key` stored as `node`.
+    /// - Parameter previous: The item parsed from an earlier node under the same key, if any: a CSV row whose node
+    ///   is the very one parsed then (and whose item's `order` and `type` are unchanged) keeps its parsed row and
+    ///   its copy, so rewriting or editing a few rows of 10,000 parses and copies those few.
     /// - Throws: `PublishError` naming `key` and the field: not an object, missing or non-numeric `order`,
     ///   malformed lists, ids that are not valid keys, malformed CSV rows.
-    public init(key: String, node: Node) throws(PublishError) {
+    public init(key: String, node: Node, previous: ContentItem? = nil) throws(PublishError) {
         guard node.hasChildren else { throw PublishError(.itemNotObject, key: key) }
         self.key = key
         self.raw = node
@@ -73,7 +76,13 @@ public struct ContentItem: Sendable {
         isCSV = type.hasSuffix("CSV")
         privateCopy = ContentItem.strippingLists(node)
         if isCSV {
-            rawData = try CSVRow.rows(of: node, key: key, order: order, type: type)
+            var reusable: [CSVRow] = []
+            if let previous, previous.isCSV, JSONKey.bytesEqual(previous.key, key), previous.order == order,
+                JSONKey.bytesEqual(previous.type, type)
+            {
+                reusable = previous.rawData
+            }
+            rawData = try CSVRow.rows(of: node, key: key, order: order, type: type, reusing: reusable)
         } else {
             rawData = []
         }
@@ -136,15 +145,26 @@ public struct CSVRow: Sendable {
         attendeeIds.contains { sameKey($0, attendee.id) }
     }
 
-    static func rows(of node: Node, key: String, order: Double, type: String) throws(PublishError)
-        -> [CSVRow]
+    /// The rows of CSV item `key` (stored as `node`), in key order. A row of `reusable` (the rows parsed from an
+    /// earlier version of this item with the same `order` and `type`, in key order) whose node is this very row's
+    /// is taken as it is: parsing is a pure function of the node, the key, the order and the type.
+    static func rows(of node: Node, key: String, order: Double, type: String, reusing reusable: [CSVRow] = [])
+        throws(PublishError) -> [CSVRow]
     {
         let data = node.child("rawData")
         if data.isEmpty { return [] }
         guard !data.isLeaf else { throw PublishError(.invalidField, key: key, field: "rawData") }
         var rows: [CSVRow] = []
         rows.reserveCapacity(data.childCount)
+        var earlier = 0  // in `reusable`, walked beside the rows: both are in key order
         for (index, row) in data.children {
+            while earlier < reusable.count, compareKeys(reusable[earlier].index, index) < 0 { earlier += 1 }
+            if earlier < reusable.count, reusable[earlier].raw === row,
+                JSONKey.bytesEqual(reusable[earlier].index, index)
+            {
+                rows.append(reusable[earlier])
+                continue
+            }
             let field = "rawData/\(index)"
             guard row.hasChildren else { throw PublishError(.invalidField, key: key, field: field) }
             let copyKey = key + index
@@ -160,6 +180,34 @@ public struct CSVRow: Sendable {
             rows.append(CSVRow(index: index, copyKey: copyKey, attendeeIds: ids, raw: row, copy: copy))
         }
         return rows
+    }
+}
+
+extension CSVRow {
+    /// The rows of `old` that `new` no longer places as they were, and the rows of `new` placed anew: a row is
+    /// unchanged when both lists hold it under the same key with the very same node and copy (both lists are in
+    /// key order, as `rows(of:…)` returns them).
+    static func changes(from old: [CSVRow], to new: [CSVRow]) -> (gone: [CSVRow], came: [CSVRow]) {
+        var gone: [CSVRow] = []
+        var came: [CSVRow] = []
+        var i = 0
+        for row in new {
+            while i < old.count, compareKeys(old[i].index, row.index) < 0 {
+                gone.append(old[i])
+                i += 1
+            }
+            if i < old.count, JSONKey.bytesEqual(old[i].index, row.index) {
+                if old[i].raw !== row.raw || old[i].copy !== row.copy {
+                    gone.append(old[i])
+                    came.append(row)
+                }
+                i += 1
+            } else {
+                came.append(row)
+            }
+        }
+        gone += old[i...]
+        return (gone, came)
     }
 }
 

@@ -15,6 +15,8 @@ import Synchronization
 /// Parsed items by node identity, and the last publish's memo. Thread-safe.
 public final class ParsedItems: Sendable {
     private let items = Mutex<[ObjectIdentifier: ContentItem]>([:])
+    /// The CSV items among `items`, by key: a changed CSV item reuses the rows it did not change.
+    private let csvItems = Mutex<[JSONKey: ContentItem]>([:])
     /// The last publish's fan-out and facts (see PublishMemo).
     private let memo = Mutex<PublishMemo?>(nil)
     private let incremental = Atomic<Int>(0)
@@ -32,14 +34,17 @@ public final class ParsedItems: Sendable {
             next[id] = known
             return known
         }
-        let parsed = try ContentItem(key: key, node: node)
+        let parsed = try ContentItem(key: key, node: node, previous: csvItems.withLock { $0[JSONKey(key)] })
         next[id] = parsed
         return parsed
     }
 
     /// Keeps `next` (the items of the publish just parsed) for the next one.
     func replace(with next: [ObjectIdentifier: ContentItem]) {
+        var csv: [JSONKey: ContentItem] = [:]
+        for item in next.values where item.isCSV { csv[JSONKey(item.key)] = item }
         items.withLock { $0 = next }
+        csvItems.withLock { $0 = csv }
     }
 
     /// The last publish's memo brought to `items`, and what that touched; nil when there is none or the full

@@ -93,26 +93,50 @@ struct PublishMemo: Sendable {
         guard settings == self.settings else { return nil }
         var removed: [ContentItem] = []
         var added: [ContentItem] = []
+        // CSV items changed in place: only the rows that changed are placed again.
+        var csvEdits: [(old: ContentItem, new: ContentItem)] = []
         var kept = 0
         let limit = Swift.max(16, items.count / 4)
         for item in items {
             if let old = self.items[JSONKey(item.key)] {
                 kept += 1
                 if old.raw === item.raw { continue }
+                if old.isCSV && item.isCSV {
+                    csvEdits.append((old, item))
+                    if added.count + csvEdits.count > limit { return nil }
+                    continue
+                }
                 removed.append(old)
             }
             added.append(item)
-            if added.count > limit { return nil }
+            if added.count + csvEdits.count > limit { return nil }
         }
         if kept < self.items.count {
             let present = Set(items.map { JSONKey($0.key) })
             for (key, old) in self.items where !present.contains(key) { removed.append(old) }
         }
-        guard removed.count + added.count <= 2 * limit else { return nil }
+        guard removed.count + added.count + 2 * csvEdits.count <= 2 * limit else { return nil }
         var touched = Touched()
         for item in removed { unplace(item, touched: &touched) }
+        var addedRows: [(item: ContentItem, rows: [CSVRow])] = []
+        for (old, new) in csvEdits {
+            let (gone, came) = CSVRow.changes(from: old.rawData, to: new.rawData)
+            for row in gone { unplace(row, touched: &touched) }
+            addedRows.append((new, came))
+            self.items[JSONKey(new.key)] = new
+        }
         for item in added {
             guard usedKeys.insert(JSONKey(item.key)).inserted else { return nil }
+        }
+        for (item, rows) in addedRows {
+            for row in rows {
+                guard usedKeys.insert(JSONKey(row.copyKey)).inserted else { return nil }
+                do throws(PublishError) {
+                    try place(row, of: item, touched: &touched)
+                } catch {
+                    return nil
+                }
+            }
         }
         for item in added {
             for row in item.rawData {
@@ -134,16 +158,10 @@ struct PublishMemo: Sendable {
         self.items.removeValue(forKey: JSONKey(key))
         usedKeys.remove(JSONKey(key))
         func remove(_ key: String, from buckets: inout [String: [String: Node]], id: String, family f: Int) {
-            touched.ids[f].insert(JSONKey(id))
-            guard var bucket = buckets.removeValue(forKey: id) else { return }
-            bucket.removeValue(forKey: key)
-            if !bucket.isEmpty { buckets[id] = bucket }
+            PublishMemo.remove(key, from: &buckets, id: id, family: f, touched: &touched)
         }
         if item.isCSV {
-            for row in item.rawData {
-                usedKeys.remove(JSONKey(row.copyKey))
-                for id in row.attendeeIds { remove(row.copyKey, from: &fan.users, id: id, family: 0) }
-            }
+            for row in item.rawData { unplace(row, touched: &touched) }
             return
         }
         if item.isGlobal || (!item.groupIds.isEmpty && !settings.isolateGroups) {
@@ -158,16 +176,37 @@ struct PublishMemo: Sendable {
         for id in item.attendeeIds { remove(key, from: &fan.users, id: id, family: 0) }
     }
 
+    /// Removes the copies a CSV row placed, and its key.
+    private mutating func unplace(_ row: CSVRow, touched: inout Touched) {
+        usedKeys.remove(JSONKey(row.copyKey))
+        for id in row.attendeeIds {
+            PublishMemo.remove(row.copyKey, from: &fan.users, id: id, family: 0, touched: &touched)
+        }
+    }
+
+    /// Removes the copy under `key` from bucket `id`, marking the location touched.
+    private static func remove(
+        _ key: String, from buckets: inout [String: [String: Node]], id: String, family f: Int,
+        touched: inout Touched
+    ) {
+        touched.ids[f].insert(JSONKey(id))
+        guard var bucket = buckets.removeValue(forKey: id) else { return }
+        bucket.removeValue(forKey: key)
+        if !bucket.isEmpty { buckets[id] = bucket }
+    }
+
+    /// Places a CSV row's copies (rows of `item`) as `PublishEngine.fanOut(items:settings:)` does.
+    private mutating func place(_ row: CSVRow, of item: ContentItem, touched: inout Touched) throws(PublishError) {
+        for id in row.attendeeIds {
+            touched.ids[0].insert(JSONKey(id))
+            try FanOut.place(row.copy, key: row.copyKey, in: &fan.users, id: id, item: item.key, field: nil)
+        }
+    }
+
     /// Places `item`'s copies as `PublishEngine.fanOut(items:settings:)` does.
     private mutating func place(_ item: ContentItem, touched: inout Touched) throws(PublishError) {
         if item.isCSV {
-            for row in item.rawData {
-                for id in row.attendeeIds {
-                    touched.ids[0].insert(JSONKey(id))
-                    try FanOut.place(
-                        row.copy, key: row.copyKey, in: &fan.users, id: id, item: item.key, field: nil)
-                }
-            }
+            for row in item.rawData { try place(row, of: item, touched: &touched) }
             return
         }
         if item.isGlobal || (!item.groupIds.isEmpty && !settings.isolateGroups) {

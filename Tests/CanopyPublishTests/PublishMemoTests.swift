@@ -14,7 +14,7 @@ import Testing
 @Suite struct PublishMemoTests {
     enum Step: CaseIterable {
         case editOne, add, remove, replaceAll, flipIsolation, foreignWrite, failedCommit, publishOne,
-            unpublishOne, rollback, collision, publishAgain
+            unpublishOne, rollback, collision, publishAgain, editRows, rewriteAll
     }
 
     /// One random item named `key`, as stored.
@@ -144,6 +144,46 @@ import Testing
                     root = root.setting(Self.item(key, &generator), at: PublishLayout.pendingContent.child(key))
                     run(publish)
                 case .publishAgain:
+                    run(publish)
+                case .editRows:
+                    // Some rows of a CSV item edited, removed or added; the other rows stay the same instances.
+                    // Now and then its order changes too, which changes every row's copy.
+                    if let csv = keys.first(where: { pending.child($0).child("rawData").hasChildren }) {
+                        let rows = PublishLayout.pendingContent.child(csv).child("rawData")
+                        let rowKeys = root.node(at: rows).childKeys
+                        if let edited = rowKeys.randomElement(using: &generator.rng) {
+                            let ids = generator.attendees.map(\.id)
+                            let row = Node.literal([
+                                "attendeeIds": [.string(ids.randomElement(using: &generator.rng)!)],
+                                "text": .string("edited \(step)"),
+                            ])
+                            root = root.setting(row, at: rows.child(edited))
+                        }
+                        if rowKeys.count > 1, let removed = rowKeys.randomElement(using: &generator.rng) {
+                            root = root.setting(.empty, at: rows.child(removed))
+                        }
+                        if Bool.random(using: &generator.rng) {
+                            root = root.setting(
+                                Node.literal(["attendeeIds": [.string(generator.attendees[0].id)], "text": "added"]),
+                                at: rows.child(String(rowKeys.count + step)))
+                        }
+                        if Int.random(in: 0..<4, using: &generator.rng) == 0 {
+                            let order = PublishLayout.pendingContent.child(csv).child("order")
+                            root = root.setting(Node(leaf: .int(Int64(step))), at: order)
+                        }
+                    }
+                    run(publish)
+                case .rewriteAll:
+                    // The whole of pendingContent written again as the server takes it: parsed anew, the unchanged
+                    // parts replaced by the stored instances (Node+Reuse), one item changed.
+                    var json = pending.json()
+                    if case .object(var members) = json, !members.isEmpty {
+                        let index = Int.random(in: 0..<members.count, using: &generator.rng)
+                        members[index].value = Self.item(members[index].key, &generator).json()
+                        json = .object(members)
+                    }
+                    let written = try Node.from(json: json)
+                    root = root.setting(written.reusing(pending), at: PublishLayout.pendingContent)
                     run(publish)
                 }
             }
