@@ -17,8 +17,11 @@ public struct StoreOptions: Sendable {
     public var synchronous: Synchronous = .full
     /// WAL pages after which a commit also checkpoints (`PRAGMA wal_autocheckpoint`). Default 1000 (SQLite's).
     public var walAutocheckpoint: Int = 1000
-    /// Page-cache size in KiB for the writer connection (`PRAGMA cache_size = -N`). Default 8192 (8 MiB).
-    public var cacheSizeKiB: Int = 8192
+    /// Page-cache size in KiB for the writer connection (`PRAGMA cache_size = -N`). Default 65536 (64 MiB), an
+    /// upper bound: the cache holds only pages the writer touched, so never more than the file. A publish to
+    /// 10,000 attendees updates a page per attendee; with 8 MiB most of them were read back from the kernel on
+    /// every publish, and its COMMIT took twice as long (Architecture.md#Publishing-item-by-item).
+    public var cacheSizeKiB: Int = 65536
     /// Upper bound on the database size in pages (`PRAGMA max_page_count`), or `nil` for SQLite's default.
     /// A write that would grow past it fails with `SQLITE_FULL`, like a full disk.
     public var maximumPageCount: Int? = nil
