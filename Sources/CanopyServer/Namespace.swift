@@ -434,13 +434,12 @@ public final class Namespace {
     ///
     /// The replaced region is the shallowest of: an ancestor that was a leaf (it becomes an internal node), an
     /// ancestor that became empty (it is pruned), or `path` itself (its parent for a `.priority` write). When the
-    /// region held no rows, its new rows are inserted. When it held a few (`smallRegionRows`), the old and new rows
-    /// are compared: rows that vanished are deleted one by one, changed and new rows are written, unchanged rows
-    /// are left alone — overwriting `{seq, sentAt}` costs two row writes, not a range delete and two inserts.
-    /// A larger region is compared as two trees (`appendDifference`): subtrees that are the same node or hold the
-    /// same rows cost no write, vanished subtrees one range delete each — republishing a 10,000-row item with a
-    /// third of its rows changed writes those rows, not 30,000. Either way the in-memory work is in proportion to
-    /// the old and new size of the region, and the store's to what changed.
+    /// region held no rows, its new rows are inserted. Otherwise the old and new regions are compared as two trees
+    /// (`appendDifference`), side by side in key order: subtrees that are the same node or hold the same rows cost
+    /// no write, a vanished leaf one row delete, a vanished subtree one range delete — overwriting `{seq, sentAt}`
+    /// costs two row writes, and republishing a 10,000-row item with a third of its rows changed writes those
+    /// rows, not 30,000. The in-memory work is in proportion to the old and new size of the region (less where the
+    /// new tree shares nodes with the old, as `Node.reusing` makes it), and the store's to what changed.
     static func mutations(for path: Path, before: Node, after: Node) -> [StoreMutation] {
         var target = path
         if target.lastKey == ".priority", let parent = target.parent { target = parent }
@@ -461,33 +460,19 @@ public final class Namespace {
         // rewriting 1 as 1.0 stores nothing). This also keeps an unchanged large region from being rewritten.
         if oldNode == newNode { return [] }
         var out: [StoreMutation] = []
-        // The old region's rows still to be matched; empty when it had none.
-        var oldRows: [[String]: NodeRecord] = [:]
-        if !oldNode.isEmpty {
-            if let small = rows(of: oldNode, under: region.segments, limit: smallRegionRows) {
-                oldRows = small
-            } else {
-                var at = region.segments
-                appendDifference(from: oldNode, to: newNode, at: &at, into: &out)
-                return out
-            }
+        if oldNode.isEmpty {
+            newNode.forEachRecord(under: region.segments) { out.append(StoreMutation($0)) }
+            return out
         }
-        newNode.forEachRecord(under: region.segments) { record in
-            if !oldRows.isEmpty, let old = oldRows.removeValue(forKey: record.path), sameRow(old, record) { return }
-            out.append(StoreMutation(record))
-        }
-        // Rows of the old region that the new one does not have.
-        for rowPath in oldRows.keys { out.append(.deleteRow(path: rowPath)) }
+        var at = region.segments
+        appendDifference(from: oldNode, to: newNode, at: &at, into: &out)
         return out
     }
 
-    /// Old regions with at most this many rows are compared row by row (a larger one as two trees).
-    static let smallRegionRows = 32
-
     /// Appends the mutations that turn the stored subtree `old` at `path` into `new`: identical subtrees are
     /// skipped, leaves compared as rows (`sameRow`), children walked in key order; a child only `old` has is one
-    /// range delete, one only `new` has its rows; where a leaf becomes an internal node or back, the subtree is
-    /// replaced. `path` is restored on return.
+    /// row delete (a leaf) or one range delete (a subtree), one only `new` has its rows; where a leaf becomes an
+    /// internal node or back, the subtree is replaced. `path` is restored on return.
     private static func appendDifference(
         from old: Node, to new: Node, at path: inout [String], into out: inout [StoreMutation]
     ) {
@@ -524,7 +509,8 @@ public final class Namespace {
             let order = i == a.endIndex ? 1 : j == b.endIndex ? -1 : compareKeys(a[i].key, b[j].key)
             if order < 0 {
                 path.append(a[i].key)
-                out.append(.deleteSubtree(path: path))
+                // A leaf is one row (its priority included); a subtree is a range.
+                out.append(a[i].node.isLeaf ? .deleteRow(path: path) : .deleteSubtree(path: path))
                 i += 1
             } else if order > 0 {
                 path.append(b[j].key)
@@ -538,21 +524,6 @@ public final class Namespace {
             }
             path.removeLast()
         }
-    }
-
-    /// The rows of `node` keyed by path, or nil when it has more than `limit`.
-    private static func rows(of node: Node, under base: [String], limit: Int) -> [[String]: NodeRecord]? {
-        struct TooMany: Error {}
-        var rows: [[String]: NodeRecord] = [:]
-        do {
-            try node.forEachRecord(under: base) { record in
-                if rows.count == limit { throw TooMany() }
-                rows[record.path] = record
-            }
-        } catch {
-            return nil
-        }
-        return rows
     }
 
     /// Whether two records would store the same row: same kind, value and priority, numbers of the same type.

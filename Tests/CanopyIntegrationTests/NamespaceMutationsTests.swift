@@ -1,7 +1,8 @@
 // NamespaceMutationsTests -- the rows a write stores turn the SQLite file into exactly the in-memory tree.
 //
-// `Namespace.mutations` writes only the rows that changed: row by row when the old region is small, by comparing
-// the two trees otherwise (a vanished subtree is one range delete). Whatever it chose, reading the file back must give the tree the daemon holds in memory. (This test
+// `Namespace.mutations` writes only the rows that changed, comparing the old and new trees (a vanished leaf is one
+// row delete, a vanished subtree one range delete). Reading the file back must give the tree the daemon holds in
+// memory. (This test
 // found that a restart lost the priorities of internal nodes: `Namespace.load` read them from the wrong column.)
 
 import CanopyCore
@@ -31,7 +32,7 @@ import Testing
         case 0: return .null
         case 1, 2: return randomLeaf(&rng)
         case 3:
-            // Larger than `smallRegionRows`, so overwriting it later compares two trees; some children differ.
+            // A wide object, so overwriting it later compares many children; some differ.
             return .object((0..<40).map { JSONMember("k\($0)", .int(Int64($0 + rng.next(below: 2)))) })
         case 4:
             return .object([JSONMember(".value", randomLeaf(&rng)), JSONMember(".priority", .int(Int64(rng.next(below: 3))))])
