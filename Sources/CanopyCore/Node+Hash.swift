@@ -62,25 +62,33 @@ extension Node {
 
     private func computeHash() -> String {
         if isEmpty { return "" }
-        var text = ""
+        // The hash text is built as bytes: no String bookkeeping, no array of children when none has a priority
+        // (hashing is most of what a publish spends comparing and recording item versions).
+        var text: [UInt8] = []
         if let p = priorityValue {
-            text += "priority:"
+            text.append(contentsOf: "priority:".utf8)
             Node.appendHashText(of: p, to: &text)
-            text += ":"
+            text.append(UInt8(ascii: ":"))
         }
         if let leaf = leafValue {
             Node.appendHashText(of: leaf, to: &text)
-            return Hash.sha1Base64(text)
+            return text.withUnsafeBytes { Hash.sha1Base64(bytes: $0) }
         }
-        for entry in childrenInPriorityOrder() {
-            let childHash = entry.node.hash
-            if childHash.isEmpty { continue }
-            text += ":"
-            text += entry.key
-            text += ":"
-            text += childHash
+        func append(_ key: String, _ child: Node) {
+            let childHash = child.hash
+            if childHash.isEmpty { return }
+            text.append(UInt8(ascii: ":"))
+            text.append(contentsOf: key.utf8)
+            text.append(UInt8(ascii: ":"))
+            text.append(contentsOf: childHash.utf8)
         }
-        return text.isEmpty ? "" : Hash.sha1Base64(text)
+        text.reserveCapacity(text.count + entries.count * 40)
+        if entries.contains(where: { $0.node.priorityValue != nil }) {
+            for entry in childrenInPriorityOrder() { append(entry.key, entry.node) }
+        } else {
+            for entry in entries { append(entry.key, entry.node) }
+        }
+        return text.isEmpty ? "" : text.withUnsafeBytes { Hash.sha1Base64(bytes: $0) }
     }
 
     /// Children sorted by the priority index: no priority first, then numbers, then strings, ties by key.
@@ -97,24 +105,27 @@ extension Node {
     }
 
     /// Appends `number:<hex>`, `string:<raw>` or `boolean:<b>`.
-    static func appendHashText(of value: JSONValue, to text: inout String) {
+    static func appendHashText(of value: JSONValue, to text: inout [UInt8]) {
         switch value {
-        case .bool(let b): text += b ? "boolean:true" : "boolean:false"
+        case .bool(let b): text.append(contentsOf: (b ? "boolean:true" : "boolean:false").utf8)
         case .int(let i): appendNumber(Double(i), to: &text)
         case .double(let d): appendNumber(d, to: &text)
         case .string(let s):
-            text += "string:"
-            text += s
+            text.append(contentsOf: "string:".utf8)
+            text.append(contentsOf: s.utf8)
         case .null, .array, .object:
             preconditionFailure("only primitives are hashed")
         }
     }
 
-    private static func appendNumber(_ d: Double, to text: inout String) {
-        text += "number:"
-        let hex = String(d.bitPattern, radix: 16)
-        if hex.utf8.count < 16 { text += String(repeating: "0", count: 16 - hex.utf8.count) }
-        text += hex
+    /// Appends `number:` and the 16 lowercase hex digits of the double's big-endian IEEE-754 bits.
+    private static func appendNumber(_ d: Double, to text: inout [UInt8]) {
+        text.append(contentsOf: "number:".utf8)
+        let bits = d.bitPattern
+        for shift in stride(from: 60, through: 0, by: -4) {
+            let digit = UInt8((bits >> UInt64(shift)) & 0xF)
+            text.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+        }
     }
 }
 
