@@ -63,8 +63,7 @@ public final class ParsedItems: Sendable {
     /// Frees a memo that will not be used, on a background thread: freeing a fan-out of 10,000 attendees' copies
     /// (a dictionary per location) took about a fifth of a full publish's computation.
     private func discard(_ memo: consuming PublishMemo) {
-        let doomed = Doomed(memo)
-        DispatchQueue.global(qos: .utility).async { doomed.free() }
+        BackgroundRelease.release(memo)
     }
 
     /// Keeps `memo`, that of the publish just computed, for the next one.
@@ -77,12 +76,4 @@ public final class ParsedItems: Sendable {
 
     /// How many items are kept (tests).
     public var count: Int { items.withLock { $0.count } }
-}
-
-/// A memo on its way to being freed elsewhere.
-private final class Doomed: @unchecked Sendable {
-    // Only touched by `free`, once, on the thread that frees it.
-    private var memo: PublishMemo?
-    init(_ memo: consuming PublishMemo) { self.memo = memo }
-    func free() { memo = nil }
 }

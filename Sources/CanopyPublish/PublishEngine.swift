@@ -197,6 +197,8 @@ public enum PublishEngine {
                 if at < walked.count, sameKey(walked[at].key, id) { walked[at].vouched = equal }
             }
             memo.walked[f] = walked
+            // The last walk holds the nodes the tree held then; those since replaced are freed off this thread.
+            BackgroundRelease.release(consume last)
         }
         memo.fresh = false
         return out
