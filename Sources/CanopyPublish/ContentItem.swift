@@ -97,11 +97,10 @@ public struct ContentItem: Sendable {
         return groupIds.contains { group in attendee.groupIds.contains { sameKey($0, group) } }
     }
 
-    /// `node` without `tierIds`, `groupIds` and `attendeeIds`.
-    static func strippingLists(_ node: Node) -> Node {
-        var copy = node
-        for field in visibilityFields { copy = copy.settingChild(field, .empty) }
-        return copy
+    /// `node` without `tierIds`, `groupIds` and `attendeeIds`, and with `extra` children set (one rebuild).
+    static func strippingLists(_ node: Node, setting extra: [(key: String, node: Node)] = []) -> Node {
+        let updates = visibilityFields.filter { node.hasChild($0) }.map { (key: $0, node: Node.empty) } + extra
+        return node.updatingChildren(updates)
     }
 
     /// The `order` child as a double; nil when missing.
@@ -170,13 +169,14 @@ public struct CSVRow: Sendable {
             let copyKey = key + index
             guard Key.isValid(copyKey) else { throw PublishError(.invalidID, key: key, field: field) }
             let ids = try IDList.parse(row.child("attendeeIds"), key: key, field: field + "/attendeeIds")
-            var copy = ContentItem.strippingLists(row)
+            var inherited: [(key: String, node: Node)] = []
             if try ContentItem.order(of: row, key: key, field: field + "/order") == nil {
-                copy = copy.settingChild("order", Node(leaf: ContentItem.orderValue(order)))
+                inherited.append(("order", Node(leaf: ContentItem.orderValue(order))))
             }
             if try ContentItem.type(of: row, key: key, field: field + "/type") == nil {
-                copy = copy.settingChild("type", Node(leaf: .string(String(type.dropLast(3)))))
+                inherited.append(("type", Node(leaf: .string(String(type.dropLast(3))))))
             }
+            let copy = ContentItem.strippingLists(row, setting: inherited)
             rows.append(CSVRow(index: index, copyKey: copyKey, attendeeIds: ids, raw: row, copy: copy))
         }
         return rows
