@@ -120,3 +120,18 @@ public struct JSONKey: Hashable, Sendable, CustomStringConvertible {
         sameKey(a, b)
     }
 }
+
+extension JSONValue {
+    /// Whether two optional primitives are the very same value: the same case, numbers by their bits, strings
+    /// byte for byte (stricter than `==`, for which `1 == 1.0`).
+    public static func identical(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (.bool(let x)?, .bool(let y)?): x == y
+        case (.int(let x)?, .int(let y)?): x == y
+        case (.double(let x)?, .double(let y)?): x.bitPattern == y.bitPattern
+        case (.string(let x)?, .string(let y)?): JSONKey.bytesEqual(x, y)
+        default: false
+        }
+    }
+}

@@ -27,43 +27,93 @@ extension Node {
     ///     priority as a leaf (or empty), ready for `setting(_:at:)`.
     /// - Returns: The node; `.empty` for null-like input.
     /// - Throws: `DataError` naming the offending absolute location.
-    public static func from(json: JSONValue, at path: Path = .root) throws(DataError) -> Node {
+    ///   - stored: The node stored at `path` now, if the caller has it. Wherever the written value holds exactly
+    ///     the data stored at the same place (the same primitives, bit for bit, byte for byte; the same
+    ///     priorities), the stored instance is returned instead of a new one: rewriting a large region keeps the
+    ///     caches keyed by node identity (parsed publish items, wire hashes, the publish memo) and allocates
+    ///     nothing for what did not change. `1` and `1.0` are not the same here, so the written spelling is kept.
+    public static func from(json: JSONValue, at path: Path = .root, reusing stored: Node = .empty)
+        throws(DataError) -> Node
+    {
         if path.isPriorityPath {
             let p = try validPriority(json, at: path)
             return p.map { Node(validatedLeaf: $0, priority: nil, entries: []) } ?? .empty
         }
         guard path.count <= Path.maxDepth else { throw DataError(.tooDeep, at: path) }
         var location = path.segments
-        return try build(json, &location)
+        return try build(json, &location, stored)
     }
 
-    private static func build(_ json: JSONValue, _ location: inout [String]) throws(DataError) -> Node {
+    private static func build(_ json: JSONValue, _ location: inout [String], _ stored: Node) throws(DataError) -> Node {
         switch json {
         case .null:
             return .empty
         case .bool, .int, .double, .string:
-            return Node(validatedLeaf: try validLeaf(json, location), priority: nil, entries: [])
+            let leaf = try validLeaf(json, location)
+            if stored.priorityValue == nil, JSONValue.identical(leaf, stored.leafValue) { return stored }
+            return Node(validatedLeaf: leaf, priority: nil, entries: [])
         case .array(let items):
             var list: [(key: String, node: Node)] = []
             list.reserveCapacity(items.count)
+            var storedChildren = StoredChildren(stored)
             for (i, item) in items.enumerated() {
                 let key = String(i)
-                let child = try buildChild(key, item, &location)
+                let child = try buildChild(key, item, &location, storedChildren.child(key))
                 if !child.isEmpty { list.append((key, child)) }
             }
             // Indices ascend numerically, which is already Firebase key order.
-            return list.isEmpty ? .empty : Node(validatedLeaf: nil, priority: nil, entries: list)
+            if list.isEmpty { return .empty }
+            return reusable(stored, priority: nil, list) ? stored : Node(validatedLeaf: nil, priority: nil, entries: list)
         case .object(let members):
-            return try buildObject(members, &location)
+            return try buildObject(members, &location, stored)
         }
     }
 
-    private static func buildObject(_ members: [JSONMember], _ location: inout [String]) throws(DataError) -> Node {
+    /// The children of a stored node, looked up by key in any order, cheapest in key order: an array's indices,
+    /// or an object sent back in the order it was read, cost one step of an iterator each instead of a search.
+    private struct StoredChildren {
+        let node: Node
+        var iterator: NodeChildren.Iterator
+        var next: (key: String, node: Node)?
+
+        init(_ node: Node) {
+            self.node = node
+            iterator = node.entries.makeIterator()
+            next = iterator.next()
+        }
+
+        /// The stored child named `key`, or the empty node.
+        mutating func child(_ key: String) -> Node {
+            while let candidate = next, compareKeys(candidate.key, key) < 0 { next = iterator.next() }
+            if let candidate = next, sameKey(candidate.key, key) {
+                next = iterator.next()
+                return candidate.node
+            }
+            // Out of order (or absent): a search.
+            return node.hasChildren ? node.child(key) : .empty
+        }
+    }
+
+    /// Whether `stored` holds exactly `children` (sorted; already the stored instances where equal) and `priority`.
+    private static func reusable(_ stored: Node, priority: JSONValue?, _ children: [(key: String, node: Node)])
+        -> Bool
+    {
+        guard stored.hasChildren, stored.entries.count == children.count,
+            JSONValue.identical(stored.priorityValue, priority)
+        else { return false }
+        for (mine, theirs) in zip(children, stored.entries) where mine.node !== theirs.node { return false }
+        return true
+    }
+
+    private static func buildObject(_ members: [JSONMember], _ location: inout [String], _ stored: Node)
+        throws(DataError) -> Node
+    {
         var list: [(key: String, node: Node)] = []
         list.reserveCapacity(members.count)
         var priority: JSONValue?
         var wrapped: JSONValue?
         var realMembers = 0
+        var storedChildren = StoredChildren(stored)
         for member in members {
             let key = member.key
             if key.utf8.first == UInt8(ascii: ".") {
@@ -82,7 +132,7 @@ extension Node {
             }
             realMembers += 1
             guard Key.isValid(key) else { throw DataError(.invalidKey, at: Path(segments: location)) }
-            let child = try buildChild(key, member.value, &location)
+            let child = try buildChild(key, member.value, &location, storedChildren.child(key))
             if !child.isEmpty { list.append((key, child)) }
         }
         if let wrapped {
@@ -93,6 +143,9 @@ extension Node {
                 location.append(Key.value)
                 let leaf = try validLeaf(wrapped, location)
                 location.removeLast()
+                if JSONValue.identical(leaf, stored.leafValue), JSONValue.identical(priority, stored.priorityValue) {
+                    return stored
+                }
                 return Node(validatedLeaf: leaf, priority: priority, entries: [])
             case .array, .object:
                 throw DataError(.invalidValueWrapper, at: Path(segments: location))
@@ -103,16 +156,16 @@ extension Node {
         for i in list.indices.dropFirst() where compareKeys(list[i - 1].key, list[i].key) == 0 {
             throw DataError(.duplicateKey, at: Path(segments: location))
         }
-        return Node(validatedLeaf: nil, priority: priority, entries: list)
+        return reusable(stored, priority: priority, list) ? stored : Node(validatedLeaf: nil, priority: priority, entries: list)
     }
 
-    private static func buildChild(_ key: String, _ json: JSONValue, _ location: inout [String]) throws(DataError)
-        -> Node
+    private static func buildChild(_ key: String, _ json: JSONValue, _ location: inout [String], _ stored: Node)
+        throws(DataError) -> Node
     {
         try checkDepth(&location, key)
         location.append(key)
         defer { location.removeLast() }
-        return try build(json, &location)
+        return try build(json, &location, stored)
     }
 
     private static func checkDepth(_ location: inout [String], _ key: String) throws(DataError) {

@@ -174,16 +174,16 @@ import Testing
                     }
                     run(publish)
                 case .rewriteAll:
-                    // The whole of pendingContent written again as the server takes it: parsed anew, the unchanged
-                    // parts replaced by the stored instances (Node+Reuse), one item changed.
+                    // The whole of pendingContent written again as the server takes it: built anew, reusing the
+                    // stored instances where nothing changed (`Node.from(json:at:reusing:)`), one item changed.
                     var json = pending.json()
                     if case .object(var members) = json, !members.isEmpty {
                         let index = Int.random(in: 0..<members.count, using: &generator.rng)
                         members[index].value = Self.item(members[index].key, &generator).json()
                         json = .object(members)
                     }
-                    let written = try Node.from(json: json)
-                    root = root.setting(written.reusing(pending), at: PublishLayout.pendingContent)
+                    let written = try Node.from(json: json, at: PublishLayout.pendingContent, reusing: pending)
+                    root = root.setting(written, at: PublishLayout.pendingContent)
                     run(publish)
                 }
             }

@@ -93,9 +93,8 @@ enum WriteBuilder {
     {
         do {
             let resolved = try ServerValues.resolve(json, at: path, in: root, now: now)
-            let node = try Node.from(json: resolved, at: path)
-            // Rewritten data keeps the stored instances (Node+Reuse): the caches keyed by identity stay warm.
-            return (node.hasChildren ? node.reusing(root.node(at: path)) : node, resolved)
+            // Rewritten data keeps the stored instances: the caches keyed by node identity stay warm.
+            return (try Node.from(json: resolved, at: path, reusing: root.node(at: path)), resolved)
         } catch {
             throw .invalidData(error.userMessage)
         }
