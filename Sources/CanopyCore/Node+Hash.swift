@@ -26,6 +26,10 @@ extension Node {
     /// cheaply as possible: the same instance; both hashes already cached; otherwise a structural comparison that
     /// stops at the first difference and at shared subtrees. No hash is computed: hashing a subtree costs a
     /// SHA-1 per node, a comparison only a walk (a publish compares thousands of item copies once each).
+    ///
+    /// Two nodes found to hold the same data have the same hash: when one of them knows it, the other keeps it too
+    /// (the same immutable box, no SHA-1), at every level of the walk. A publish comparing a stored copy with the
+    /// one it places (usually hashed) so compares it by its hash the next time, for free.
     public func hasSameData(as other: Node) -> Bool {
         if self === other { return true }
         if let mine = cachedHash, let theirs = other.cachedHash {
@@ -37,6 +41,8 @@ extension Node {
         for (mine, theirs) in zip(entries, other.entries) {
             guard sameKey(mine.key, theirs.key), mine.node.hasSameData(as: theirs.node) else { return false }
         }
+        adoptHash(of: other)
+        other.adoptHash(of: self)
         return true
     }
 

@@ -81,6 +81,19 @@ public final class Node: Sendable {
         }
     }
 
+    /// Keeps `other`'s computed hash as this node's (sharing its box), unless this node has one: only for nodes
+    /// known to hold the same data (`hasSameData`).
+    func adoptHash(of other: Node) {
+        if hashBits.load(ordering: .acquiring) != 0 { return }
+        let bits = other.hashBits.load(ordering: .acquiring)
+        guard bits != 0, let pointer = UnsafeRawPointer(bitPattern: bits) else { return }
+        // The box lives while `other` does, and `other` lives for this call: retained once more for this node.
+        let box = Unmanaged<HashBox>.fromOpaque(pointer).retain()
+        if !hashBits.compareExchange(expected: 0, desired: bits, ordering: .acquiringAndReleasing).exchanged {
+            box.release()
+        }
+    }
+
     deinit {
         let bits = hashBits.load(ordering: .acquiring)
         if bits != 0, let pointer = UnsafeRawPointer(bitPattern: bits) {

@@ -120,4 +120,28 @@ import Testing
         #expect(!Node(leaf: .double(0)).hasSameData(as: Node(leaf: .double(-0.0))))  // their hashes differ
         #expect(Node(leaf: .int(1 << 53 + 1)).hasSameData(as: Node(leaf: .int(1 << 53))))  // one double
     }
+
+    @Test func aNodeFoundEqualToAHashedOneKeepsItsHash() throws {
+        let json: JSONValue = ["a": ["x": 1, "y": "two"], "b": [".value": true, ".priority": 3]]
+        let hashed = try Node.from(json: json)
+        let expected = hashed.hash
+        let copy = try Node.from(json: json)
+        #expect(!copy.isHashCached)
+        #expect(copy.hasSameData(as: hashed))
+        // Adopted at every level, and the same text a computation gives.
+        #expect(copy.isHashCached && copy.child("a").isHashCached && copy.child("a").child("y").isHashCached)
+        let a = try Node.from(json: ["x": 1, "y": "two"])
+        #expect(copy.hash == expected && copy.child("a").hash == a.hash)
+        // Either side gives it to the other; a different node gets nothing.
+        let other = try Node.from(json: json)
+        #expect(hashed.hasSameData(as: other) && other.isHashCached)
+        let different = try Node.from(json: ["a": ["x": 1, "y": "two"], "b": [".value": true, ".priority": 4]])
+        #expect(!different.hasSameData(as: hashed))
+        #expect(!different.isHashCached && !different.child("b").isHashCached)
+        #expect(different.child("a").isHashCached)  // an equal child found on the way adopted it
+        // Two unhashed equal nodes compute nothing.
+        let first = try Node.from(json: json)
+        let second = try Node.from(json: json)
+        #expect(first.hasSameData(as: second) && !first.isHashCached && !second.isHashCached)
+    }
 }
