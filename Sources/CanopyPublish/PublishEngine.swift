@@ -250,7 +250,8 @@ public enum PublishEngine {
     /// Nothing is hashed for the comparison's sake: hashing every stored copy up front cost a SHA-1 per node of
     /// each, 40% of a full publish's CPU, and hashing each copy found equal (so that a later publish could compare
     /// hashes) cost 20–25 ms after a foreign write to 10,000 locations, for a saving that only a second comparison
-    /// of the very same copy would collect; the memo vouches for unchanged locations by identity instead.
+    /// of the very same copy would collect. A copy found equal keeps the placed copy's hash when that one has it
+    /// (`hasSameData` shares it for free), so the next comparison is by hash anyway.
     static func same(_ old: Node, _ new: Node) -> Bool {
         if old === new { return true }
         if old.isHashCached { return old.hash == new.hash }
