@@ -62,8 +62,7 @@ extension Node {
                 if !child.isEmpty { list.append((key, child)) }
             }
             // Indices ascend numerically, which is already Firebase key order.
-            if list.isEmpty { return .empty }
-            return reusable(stored, priority: nil, list) ? stored : Node(validatedLeaf: nil, priority: nil, entries: list)
+            return list.isEmpty ? .empty : internalNode(list, priority: nil, reusing: stored)
         case .object(let members):
             return try buildObject(members, &location, stored)
         }
@@ -94,15 +93,18 @@ extension Node {
         }
     }
 
-    /// Whether `stored` holds exactly `children` (sorted; already the stored instances where equal) and `priority`.
-    private static func reusable(_ stored: Node, priority: JSONValue?, _ children: [(key: String, node: Node)])
-        -> Bool
-    {
-        guard stored.hasChildren, stored.entries.count == children.count,
-            JSONValue.identical(stored.priorityValue, priority)
-        else { return false }
-        for (mine, theirs) in zip(children, stored.entries) where mine.node !== theirs.node { return false }
-        return true
+    /// The internal node of `children` (sorted; already the stored instances where equal) and `priority`: `stored`
+    /// itself when it holds exactly those.
+    private static func internalNode(
+        _ children: [(key: String, node: Node)], priority: JSONValue?, reusing stored: Node
+    ) -> Node {
+        if stored.hasChildren, stored.entries.count == children.count,
+            JSONValue.identical(stored.priorityValue, priority),
+            zip(children, stored.entries).allSatisfy({ $0.node === $1.node })
+        {
+            return stored
+        }
+        return Node(validatedLeaf: nil, priority: priority, entries: children)
     }
 
     private static func buildObject(_ members: [JSONMember], _ location: inout [String], _ stored: Node)
@@ -156,7 +158,7 @@ extension Node {
         for i in list.indices.dropFirst() where compareKeys(list[i - 1].key, list[i].key) == 0 {
             throw DataError(.duplicateKey, at: Path(segments: location))
         }
-        return reusable(stored, priority: priority, list) ? stored : Node(validatedLeaf: nil, priority: priority, entries: list)
+        return internalNode(list, priority: priority, reusing: stored)
     }
 
     private static func buildChild(_ key: String, _ json: JSONValue, _ location: inout [String], _ stored: Node)

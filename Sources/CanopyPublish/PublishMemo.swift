@@ -157,9 +157,6 @@ struct PublishMemo: Sendable {
         let key = item.key
         self.items.removeValue(forKey: JSONKey(key))
         usedKeys.remove(JSONKey(key))
-        func remove(_ key: String, from buckets: inout [String: [String: Node]], id: String, family f: Int) {
-            PublishMemo.remove(key, from: &buckets, id: id, family: f, touched: &touched)
-        }
         if item.isCSV {
             for row in item.rawData { unplace(row, touched: &touched) }
             return
@@ -170,17 +167,17 @@ struct PublishMemo: Sendable {
         }
         if item.isGlobal { return }
         if settings.isolateGroups {
-            for id in item.groupIds { remove(key, from: &fan.groups, id: id, family: 2) }
+            for id in item.groupIds { Self.remove(key, from: &fan.groups, id: id, family: 2, touched: &touched) }
         }
-        for id in item.tierIds { remove(key, from: &fan.tiers, id: id, family: 1) }
-        for id in item.attendeeIds { remove(key, from: &fan.users, id: id, family: 0) }
+        for id in item.tierIds { Self.remove(key, from: &fan.tiers, id: id, family: 1, touched: &touched) }
+        for id in item.attendeeIds { Self.remove(key, from: &fan.users, id: id, family: 0, touched: &touched) }
     }
 
     /// Removes the copies a CSV row placed, and its key.
     private mutating func unplace(_ row: CSVRow, touched: inout Touched) {
         usedKeys.remove(JSONKey(row.copyKey))
         for id in row.attendeeIds {
-            PublishMemo.remove(row.copyKey, from: &fan.users, id: id, family: 0, touched: &touched)
+            Self.remove(row.copyKey, from: &fan.users, id: id, family: 0, touched: &touched)
         }
     }
 

@@ -16,7 +16,8 @@ import Testing
         #expect(Self.written(.null, over: stored) === Node.empty)
         #expect(Self.written(json, over: .empty) == stored)
         // The same data in another member order.
-        #expect(Self.written(["c": [1, 2], "b": [".priority": 3, ".value": true], "a": ["y": "two", "x": 1]], over: stored) === stored)
+        let reordered: JSONValue = ["c": [1, 2], "b": [".priority": 3, ".value": true], "a": ["y": "two", "x": 1]]
+        #expect(Self.written(reordered, over: stored) === stored)
     }
 
     @Test func aChangedLeafIsNewAndItsSiblingsAreTheStoredOnes() {
