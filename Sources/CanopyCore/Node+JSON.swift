@@ -98,13 +98,12 @@ extension Node {
     private static func internalNode(
         _ children: [(key: String, node: Node)], priority: JSONValue?, reusing stored: Node
     ) -> Node {
-        if stored.hasChildren, stored.entries.count == children.count,
-            JSONValue.identical(stored.priorityValue, priority),
-            zip(children, stored.entries).allSatisfy({ $0.node === $1.node })
+        if stored.hasChildren, JSONValue.identical(stored.priorityValue, priority),
+            stored.entries.holdsExactly(children)
         {
             return stored
         }
-        return Node(validatedLeaf: nil, priority: priority, entries: children)
+        return Node(validatedLeaf: nil, priority: priority, children: NodeChildren(packing: children))
     }
 
     private static func buildObject(_ members: [JSONMember], _ location: inout [String], _ stored: Node)

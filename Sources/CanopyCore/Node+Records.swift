@@ -179,7 +179,7 @@ public final class NodeBuilder {
         }
         if !list.isEmpty {
             list.sort { compareKeys($0.key, $1.key) < 0 }
-            return Node(validatedLeaf: nil, priority: slot.priority, entries: list)
+            return Node(validatedLeaf: nil, priority: slot.priority, children: NodeChildren(packing: list))
         }
         guard let leaf = slot.leaf else { return .empty }
         return Node(validatedLeaf: leaf, priority: slot.priority, entries: [])

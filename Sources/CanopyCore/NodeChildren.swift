@@ -134,6 +134,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     private enum Storage: Sendable {
         case flat([Entry])
         case tree(Branch)
+        /// A record's leaves (see `PackedLeaves`): never empty, at most `flatLimit`.
+        case packed(PackedLeaves)
     }
 
     private let storage: Storage
@@ -146,6 +148,31 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// Wraps children that are already sorted by `compareKeys`, distinct and non-empty (not checked).
     init(sorted list: [Element]) {
         self.init(sortedEntries: list.map { Entry(key: $0.key, node: $0.node) })
+    }
+
+    /// Wraps children that are already sorted by `compareKeys`, distinct and non-empty (not checked), packed
+    /// (`PackedLeaves`) when they are 1 to `flatLimit` leaves without a priority.
+    init(packing list: [Element]) {
+        if let packed = PackedLeaves(sorted: list, limit: NodeChildren.flatLimit) {
+            self.init(storage: .packed(packed))
+        } else {
+            self.init(sorted: list)
+        }
+    }
+
+    /// Whether the children are packed (`PackedLeaves`).
+    var isPacked: Bool {
+        if case .packed = storage { return true }
+        return false
+    }
+
+    /// Whether these are exactly `children` (sorted), known without comparing values when they are the same
+    /// instances: for packed children, the same keys and values bit for bit (`PackedLeaves.holdsExactly`);
+    /// otherwise the same keys and the same `Node` instances.
+    func holdsExactly(_ children: [Element]) -> Bool {
+        guard children.count == count else { return false }
+        if case .packed(let packed) = storage { return packed.holdsExactly(children) }
+        return zip(children, self).allSatisfy { $0.node === $1.node }
     }
 
     private init(sortedEntries list: [Entry]) {
@@ -186,10 +213,15 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list): list.count
         case .tree(let root): root.count
+        case .packed(let packed): packed.count
         }
     }
 
     public subscript(position: Int) -> Element {
+        if case .packed(let packed) = storage {
+            precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
+            return (packed.key(at: position), packed.node(at: position))
+        }
         let entry = self.entry(at: position)
         return (entry.key, entry.node)
     }
@@ -198,6 +230,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list):
             return list[position]
+        case .packed(let packed):
+            precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
+            return Entry(key: packed.key(at: position), node: packed.node(at: position))
         case .tree(var branch):
             precondition(position >= 0 && position < branch.count, "NodeChildren index out of range")
             var position = position
@@ -216,6 +251,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list): Iterator(leaf: list, root: nil)
         case .tree(let root): Iterator(leaf: [], root: root)
+        case .packed(let packed): Iterator(packed: packed)
         }
     }
 
@@ -225,10 +261,17 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         var position = 0
         /// The branches above the current leaf, each with the index of the kid being walked.
         var stack: [(branch: Branch, kid: Int)] = []
+        /// Packed children, walked by `position` instead of `leaf`.
+        var packed: PackedLeaves?
 
         init(leaf: [Entry], root: Branch?) {
             self.leaf = leaf
             if let root { descend(from: root) }
+        }
+
+        init(packed: PackedLeaves) {
+            leaf = []
+            self.packed = packed
         }
 
         /// Goes down the first kids from `branch` to a leaf.
@@ -267,6 +310,11 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
 
         public mutating func next() -> Element? {
+            if let packed {
+                guard position < packed.count else { return nil }
+                defer { position += 1 }
+                return (packed.key(at: position), packed.node(at: position))
+            }
             while position == leaf.count {
                 guard advance() else { return nil }
             }
@@ -289,6 +337,18 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list):
             return NodeChildren.search(list, key, probe, before: 0)
+        case .packed(let packed):
+            var low = 0
+            var high = packed.count
+            while low < high {
+                let mid = (low + high) / 2
+                let stored = packed.key(at: mid)
+                let integer = Key.integerValue(stored).map(Int64.init) ?? Entry.notInteger
+                let c = NodeChildren.compare(stored, integer, key, probe)
+                if c == 0 { return Slot(position: mid, found: true, node: packed.node(at: mid)) }
+                if c < 0 { low = mid + 1 } else { high = mid }
+            }
+            return Slot(position: low, found: false, node: nil)
         case .tree(var branch):
             var before = 0
             while true {
@@ -356,6 +416,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     func setting(_ element: Element, at slot: Slot) -> NodeChildren {
         let entry = Entry(key: element.key, node: element.node)
         switch storage {
+        case .packed:
+            // A changed record is unpacked: its next load packs it again.
+            return NodeChildren(storage: .flat(entries())).setting(element, at: slot)
         case .flat(var list):
             if slot.found { list[slot.position] = entry } else { list.insert(entry, at: slot.position) }
             if list.count <= NodeChildren.flatLimit { return NodeChildren(storage: .flat(list)) }
@@ -441,6 +504,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// A copy without the child at the found `slot`.
     func removing(at slot: Slot) -> NodeChildren {
         switch storage {
+        case .packed:
+            return NodeChildren(storage: .flat(entries())).removing(at: slot)
         case .flat(var list):
             list.remove(at: slot.position)
             return NodeChildren(storage: .flat(list))
@@ -495,6 +560,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     private func entries() -> [Entry] {
         switch storage {
         case .flat(let list): return list
+        case .packed(let packed):
+            return (0..<packed.count).map { Entry(key: packed.key(at: $0), node: packed.node(at: $0)) }
         case .tree(let root):
             var result: [Entry] = []
             result.reserveCapacity(root.count)
@@ -512,7 +579,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// The number of leaves (1 when flat); for tests.
     var chunkCount: Int {
         switch storage {
-        case .flat: 1
+        case .flat, .packed: 1
         case .tree(let root): root.leafCount
         }
     }
@@ -520,7 +587,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// The levels of branches above the leaves (0 when flat); for tests.
     var depth: Int {
         switch storage {
-        case .flat: return 0
+        case .flat, .packed: return 0
         case .tree(var branch):
             var levels = 1
             while case .branches(let branches) = branch.kids {

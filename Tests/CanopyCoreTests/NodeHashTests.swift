@@ -122,7 +122,8 @@ import Testing
     }
 
     @Test func aNodeFoundEqualToAHashedOneKeepsItsHash() throws {
-        let json: JSONValue = ["a": ["x": 1, "y": "two"], "b": [".value": true, ".priority": 3]]
+        // `y` is a subtree: a record's leaves are packed and made anew on every read (PackedLeaves).
+        let json: JSONValue = ["a": ["x": 1, "y": ["z": "two"]], "b": [".value": true, ".priority": 3]]
         let hashed = try Node.from(json: json)
         let expected = hashed.hash
         let copy = try Node.from(json: json)
@@ -130,12 +131,12 @@ import Testing
         #expect(copy.hasSameData(as: hashed))
         // Adopted at every level, and the same text a computation gives.
         #expect(copy.isHashCached && copy.child("a").isHashCached && copy.child("a").child("y").isHashCached)
-        let a = try Node.from(json: ["x": 1, "y": "two"])
+        let a = try Node.from(json: ["x": 1, "y": ["z": "two"]])
         #expect(copy.hash == expected && copy.child("a").hash == a.hash)
         // Either side gives it to the other; a different node gets nothing.
         let other = try Node.from(json: json)
         #expect(hashed.hasSameData(as: other) && other.isHashCached)
-        let different = try Node.from(json: ["a": ["x": 1, "y": "two"], "b": [".value": true, ".priority": 4]])
+        let different = try Node.from(json: ["a": ["x": 1, "y": ["z": "two"]], "b": [".value": true, ".priority": 4]])
         #expect(!different.hasSameData(as: hashed))
         #expect(!different.isHashCached && !different.child("b").isHashCached)
         #expect(different.child("a").isHashCached)  // an equal child found on the way adopted it

@@ -54,7 +54,8 @@ import Testing
     }
 
     @Test func settingSharesUntouchedSubtrees() throws {
-        let n = try node(obj(("a", obj(("x", .int(1)))), ("b", obj(("y", .int(2))))))
+        // `x` is a subtree, not a leaf: a record's leaves are packed and have no identity (PackedLeaves).
+        let n = try node(obj(("a", obj(("x", obj(("deep", .int(1)))))), ("b", obj(("y", .int(2))))))
         let updated = n.setting(Node(leaf: .int(3)), at: Path(segments: ["a", "z"]))
         #expect(updated.child("b") === n.child("b"))
         #expect(updated.node(at: Path(segments: ["a", "x"])) === n.node(at: Path(segments: ["a", "x"])))

@@ -1,0 +1,163 @@
+// PackedLeaves -- the children of a record (an object whose children are all plain leaves) as one byte array.
+//
+// WHY
+//   Most of a loaded tree is records: objects whose children are leaves (a title, a time, a flag). As nodes, each
+//   leaf cost a `Node` (a 64-byte heap block), a 32-byte `Entry` in its parent's array and, for a string longer
+//   than 15 bytes, the string's own allocation: about 3.5 × its row on disk (Architecture.md, "Loading a
+//   namespace"). Packed, the leaves of one record are one allocation holding what the rows hold, without paths.
+//
+// LAYOUT (little-endian)
+//   count × u32   offset of each entry from the start of the array
+//   per entry     u16 key length, the key's UTF-8 bytes, u8 tag, payload:
+//                 tag 0 false, 1 true (no payload), 2 Int64 (8 bytes), 3 Double (8 bytes, its bit pattern),
+//                 4 string (u32 length, UTF-8 bytes)
+//   Entries are in Firebase key order, as in every `NodeChildren`.
+//
+// WHAT IT COSTS
+//   A child read from a packed list is a new leaf `Node` each time: no identity to compare, so identity shortcuts
+//   (`===`) fall back to comparing values, which for a leaf is cheap. Changing a packed list unpacks it (see
+//   `NodeChildren.setting(_:at:)`). Only leaves without a priority are packed, at most `NodeChildren.flatLimit`.
+
+/// The leaves of one record packed in one array (see the file comment). Immutable.
+struct PackedLeaves: Sendable {
+    private let bytes: [UInt8]
+    /// The number of leaves (at least one).
+    let count: Int
+
+    private enum Tag: UInt8 {
+        case falseValue = 0, trueValue, int, double, string
+    }
+
+    /// Packs `leaves` (sorted by `compareKeys`, distinct keys); nil unless there are 1 to `limit` of them and every
+    /// node is a leaf without a priority.
+    init?(sorted leaves: [(key: String, node: Node)], limit: Int) {
+        guard !leaves.isEmpty, leaves.count <= limit else { return nil }
+        var size = 4 * leaves.count
+        for (key, node) in leaves {
+            guard node.priorityValue == nil, let value = node.leafValue else { return nil }
+            size += 3 + key.utf8.count
+            switch value {
+            case .int, .double: size += 8
+            case .string(let text): size += 4 + text.utf8.count
+            default: break
+            }
+        }
+        guard size <= Int(UInt32.max) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(size)
+        bytes.append(contentsOf: repeatElement(0, count: 4 * leaves.count))
+        for (index, (key, node)) in leaves.enumerated() {
+            Self.store(UInt32(bytes.count), at: 4 * index, in: &bytes)
+            Self.append(UInt64(key.utf8.count), bytes: 2, to: &bytes)
+            bytes.append(contentsOf: key.utf8)
+            switch node.leafValue {
+            case .bool(let flag)?: bytes.append(flag ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
+            case .int(let number)?:
+                bytes.append(Tag.int.rawValue)
+                Self.append(UInt64(bitPattern: number), bytes: 8, to: &bytes)
+            case .double(let number)?:
+                bytes.append(Tag.double.rawValue)
+                Self.append(number.bitPattern, bytes: 8, to: &bytes)
+            case .string(let text)?:
+                bytes.append(Tag.string.rawValue)
+                Self.append(UInt64(text.utf8.count), bytes: 4, to: &bytes)
+                bytes.append(contentsOf: text.utf8)
+            default: preconditionFailure("a packed leaf must be a primitive")
+            }
+        }
+        self.bytes = bytes
+        count = leaves.count
+    }
+
+    /// The key of leaf `index`.
+    func key(at index: Int) -> String {
+        bytes.withUnsafeBufferPointer { raw in
+            let start = Self.offset(of: index, in: raw)
+            let length = Self.load(raw, at: start, bytes: 2)
+            let key = UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)])
+            return String(decoding: key, as: UTF8.self)
+        }
+    }
+
+    /// The value of leaf `index`.
+    func value(at index: Int) -> JSONValue {
+        bytes.withUnsafeBufferPointer { raw in
+            let start = Self.offset(of: index, in: raw)
+            let tagAt = start + 2 + Self.load(raw, at: start, bytes: 2)
+            switch Tag(rawValue: raw[tagAt]) {
+            case .falseValue: return .bool(false)
+            case .trueValue: return .bool(true)
+            case .int: return .int(Int64(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8)))
+            case .double: return .double(Double(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8)))
+            case .string:
+                let length = Self.load(raw, at: tagAt + 1, bytes: 4)
+                let text = UnsafeBufferPointer(rebasing: raw[(tagAt + 5)..<(tagAt + 5 + length)])
+                return .string(String(decoding: text, as: UTF8.self))
+            case nil: preconditionFailure("damaged packed leaves")
+            }
+        }
+    }
+
+    /// Leaf `index` as a node of its own (a new instance on every call).
+    func node(at index: Int) -> Node {
+        Node(validatedLeaf: value(at: index), priority: nil, children: .none)
+    }
+
+    /// Whether leaf `index` is named `key` (byte for byte).
+    func hasKey(_ key: String, at index: Int) -> Bool {
+        var key = key
+        return key.withUTF8 { probe in
+            bytes.withUnsafeBufferPointer { raw in
+                let start = Self.offset(of: index, in: raw)
+                let length = Self.load(raw, at: start, bytes: 2)
+                return length == probe.count
+                    && UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)]).elementsEqual(probe)
+            }
+        }
+    }
+
+    /// Whether this list holds exactly `children`, in order: the same keys and the same values bit for bit
+    /// (`JSONValue.identical`: `1` and `1.0` differ), none with a priority.
+    func holdsExactly(_ children: [(key: String, node: Node)]) -> Bool {
+        guard children.count == count else { return false }
+        for (index, child) in children.enumerated() {
+            guard child.node.priorityValue == nil, let value = child.node.leafValue,
+                hasKey(child.key, at: index), JSONValue.identical(value, self.value(at: index))
+            else { return false }
+        }
+        return true
+    }
+
+    /// Whether `self` and `other` share one array (then they hold the same leaves).
+    func isSameStorage(as other: PackedLeaves) -> Bool {
+        bytes.withUnsafeBufferPointer { a in
+            other.bytes.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress }
+        }
+    }
+
+    /// Heap bytes of the array (its capacity), for memory accounting in tests.
+    var byteCount: Int { bytes.capacity }
+
+    private static func offset(of index: Int, in raw: UnsafeBufferPointer<UInt8>) -> Int {
+        load(raw, at: 4 * index, bytes: 4)
+    }
+
+    /// A length or an offset (at most 4 bytes).
+    private static func load(_ raw: UnsafeBufferPointer<UInt8>, at start: Int, bytes: Int) -> Int {
+        Int(bits(raw, at: start, bytes: bytes))
+    }
+
+    private static func bits(_ raw: UnsafeBufferPointer<UInt8>, at start: Int, bytes: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for i in stride(from: bytes - 1, through: 0, by: -1) { value = value << 8 | UInt64(raw[start + i]) }
+        return value
+    }
+
+    private static func store(_ value: UInt32, at start: Int, in bytes: inout [UInt8]) {
+        for i in 0..<4 { bytes[start + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(i))) }
+    }
+
+    private static func append(_ value: UInt64, bytes count: Int, to bytes: inout [UInt8]) {
+        for i in 0..<count { bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
+    }
+}

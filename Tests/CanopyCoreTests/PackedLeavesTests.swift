@@ -1,0 +1,160 @@
+// PackedLeavesTests -- a record's leaves packed in one array read, search, change and compare exactly like the same
+// leaves as nodes.
+
+import Testing
+
+@testable import CanopyCore
+
+@Suite struct PackedLeavesTests {
+    /// Keys that exercise Firebase order: integer-like (negative, leading zeros, beyond Int32), non-ASCII,
+    /// a supplementary-plane character against U+E000–U+FFFF, and the longest key.
+    static let keyPool = [
+        "0", "1", "-1", "007", "7", "10", "2147483647", "2147483648", "-2147483648", "a", "B", "b", "é", "e\u{301}",
+        "\u{1F600}", "\u{FFFD}", "key with spaces", String(repeating: "k", count: Key.maxBytes),
+    ]
+
+    /// A random primitive, spelled in every way a leaf can be.
+    static func randomValue(_ rng: inout SplitMix64) -> JSONValue {
+        switch Int.random(in: 0..<9, using: &rng) {
+        case 0: return .bool(Bool.random(using: &rng))
+        case 1: return .int(Int64.random(in: Int64.min...Int64.max, using: &rng))
+        case 2: return .int(Int64.random(in: -3...3, using: &rng))
+        case 3: return .double([-0.0, 0.0, 1.0, -2.5, 1e300, 5e-324, .pi][Int.random(in: 0..<7, using: &rng)])
+        case 4: return .string("")
+        case 5: return .string(String(repeating: "x", count: Int.random(in: 1...2_000, using: &rng)))
+        case 6: return .string("é\u{1F600}\u{0}\"\\")
+        case 7: return .string(String(repeating: "y", count: 70_000))
+        default: return .string("v\(rng.next() % 1000)")
+        }
+    }
+
+    /// Random leaves, sorted, distinct keys.
+    static func randomLeaves(_ rng: inout SplitMix64, count: Int) -> [(key: String, node: Node)] {
+        var keys = Set<String>()
+        var pool = keyPool
+        while keys.count < count {
+            if pool.isEmpty || Bool.random(using: &rng) {
+                keys.insert("k\(rng.next() % 100_000)")
+            } else {
+                keys.insert(pool.remove(at: Int.random(in: 0..<pool.count, using: &rng)))
+            }
+        }
+        return keys.sorted { compareKeys($0, $1) < 0 }.map { (key: $0, node: Node(leaf: randomValue(&rng))) }
+    }
+
+    static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool { JSONValue.identical(a, b) }
+
+    @Test func packedChildrenReadExactlyLikeNodes() {
+        var rng = SplitMix64(seed: 41)
+        for round in 0..<300 {
+            let leaves = Self.randomLeaves(&rng, count: Int.random(in: 1...NodeChildren.flatLimit, using: &rng))
+            let packed = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(packing: leaves))
+            let flat = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(sorted: leaves))
+            #expect(packed.children.isPacked && !flat.children.isPacked)
+            #expect(packed.childCount == leaves.count)
+            // Iterator, subscript and lookups by key give the same keys and values bit for bit.
+            for (index, (element, expected)) in zip(packed.children, leaves).enumerated() {
+                #expect(JSONKey.bytesEqual(element.key, expected.key))
+                #expect(Self.same(element.node.value, expected.node.value), "round \(round), key \(expected.key)")
+                #expect(JSONKey.bytesEqual(packed.children[index].key, expected.key))
+                #expect(Self.same(packed.child(expected.key).value, expected.node.value))
+                #expect(packed.child(expected.key).priority == nil && !packed.child(expected.key).hasChildren)
+            }
+            // Absent keys are searched to the same position.
+            for probe in Self.keyPool + ["k5", "zz", "-0", "00"] {
+                let a = packed.children.slot(of: probe)
+                let b = flat.children.slot(of: probe)
+                #expect(a.found == b.found && a.position == b.position, "probe \(probe)")
+            }
+            // The same data to every reader: equality, hash, JSON.
+            #expect(packed == flat && packed.hash == flat.hash && packed.hasSameData(as: flat))
+            #expect(packed.json() == flat.json() && packed.json(export: true) == flat.json(export: true))
+        }
+    }
+
+    @Test func changingAPackedRecordUnpacksItAndKeepsEverythingElse() {
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<200 {
+            let leaves = Self.randomLeaves(&rng, count: Int.random(in: 1...20, using: &rng))
+            var packed = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(packing: leaves))
+            var flat = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(sorted: leaves))
+            for _ in 0..<6 {
+                let key =
+                    Bool.random(using: &rng)
+                    ? leaves[Int.random(in: 0..<leaves.count, using: &rng)].key : "new\(rng.next() % 5)"
+                let value: Node =
+                    switch Int.random(in: 0..<4, using: &rng) {
+                    case 0: .empty
+                    case 1: Node(children: [(key: "deep", node: Node(leaf: 1))])
+                    case 2: Node(leaf: "p", priority: 2)
+                    default: Node(leaf: Self.randomValue(&rng))
+                    }
+                let before = packed
+                packed = packed.settingChild(key, value)
+                flat = flat.settingChild(key, value)
+                #expect(packed == flat && packed.hash == flat.hash && packed.json(export: true) == flat.json(export: true))
+                // Changed: unpacked (the next load packs it again). Unchanged (an absent key removed): the same.
+                let isPacked = packed.children.isPacked
+                #expect(packed === before ? isPacked == before.children.isPacked : !isPacked)
+            }
+        }
+        // Removing the only leaf leaves the empty node.
+        let one = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(packing: [(key: "a", node: Node(leaf: 1))]))
+        #expect(one.settingChild("a", .empty).isEmpty)
+    }
+
+    @Test func onlyPlainLeavesUpToTheFlatLimitArePacked() {
+        let leaf = Node(leaf: "x")
+        func packs(_ list: [(key: String, node: Node)]) -> Bool { NodeChildren(packing: list).isPacked }
+        #expect(packs([(key: "a", node: leaf)]))
+        #expect(!packs([]))
+        #expect(!packs([(key: "a", node: leaf), (key: "b", node: Node(leaf: "y", priority: 1))]))
+        #expect(!packs([(key: "a", node: leaf), (key: "b", node: Node(children: [(key: "c", node: leaf)]))]))
+        let many = (0..<NodeChildren.flatLimit + 1).map { (key: "k\($0)", node: leaf) }.sorted {
+            compareKeys($0.key, $1.key) < 0
+        }
+        #expect(packs(Array(many.prefix(NodeChildren.flatLimit))) && !packs(many))
+    }
+
+    @Test func loadedAndWrittenRecordsArePacked() throws {
+        let json: JSONValue = [
+            "items": ["a": ["title": "Doors", "order": 1, "live": true], "b": ["title": "Talk", "at": 2.5]],
+            "prioritised": [".priority": 1, "x": 1], "leafWithPriority": ["y": [".value": 1, ".priority": "p"]],
+        ]
+        let written = try Node.from(json: json)
+        let builder = NodeBuilder()
+        try written.forEachRecord(under: []) { try builder.add($0) }
+        let loaded = builder.finish()
+        for tree in [written, loaded] {
+            #expect(tree == written)
+            #expect(tree.child("items").child("a").children.isPacked)
+            #expect(tree.child("items").child("b").children.isPacked)
+            #expect(!tree.child("items").children.isPacked)  // its children are records
+            // The node's own priority does not matter; a child's priority does.
+            #expect(tree.child("prioritised").children.isPacked && tree.child("prioritised").priority == 1)
+            #expect(!tree.child("leafWithPriority").children.isPacked)
+        }
+    }
+
+    @Test func writingARecordAgainKeepsTheStoredPackedInstance() throws {
+        let stored = try Node.from(json: ["title": "Doors", "order": 1, "at": 2.5, "live": true])
+        #expect(stored.children.isPacked)
+        let again = try Node.from(json: ["live": true, "at": 2.5, "order": 1, "title": "Doors"], reusing: stored)
+        #expect(again === stored)
+        // Equal to Firebase but spelled differently, or changed: a new record with the written data.
+        for json: JSONValue in [
+            ["title": "Doors", "order": 1.0, "at": 2.5, "live": true],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": false],
+            ["title": "Door", "order": 1, "at": 2.5, "live": true],
+            ["title": "Doors", "order": 1, "at": 2.5],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "extra": 0],
+            ["title": ["nested": "Doors"], "order": 1, "at": 2.5, "live": true],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, ".priority": 1],
+        ] {
+            let result = try Node.from(json: json, reusing: stored)
+            let fresh = try Node.from(json: json)
+            #expect(result !== stored && result == fresh, "\(json)")
+            #expect(result.json(export: true) == fresh.json(export: true))
+        }
+    }
+}
