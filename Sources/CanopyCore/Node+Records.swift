@@ -57,10 +57,20 @@ extension Node {
 /// Records below a leaf's path win over the leaf (the leaf disappears); a later record for the same leaf path
 /// replaces the earlier one; priorities of nodes that end up empty are dropped. Not thread-safe: one builder,
 /// one thread.
+///
+/// Records in storage order (`sealsCompletedSubtrees`): rows read back in the order of their keys (the path's
+/// segments joined by `/`, compared byte by byte) hold every row of a subtree together, since they all start with
+/// its path and `/`. So when a record leaves the previous record's path at some depth, the subtrees it left are
+/// complete: each is built into its node then and its slots are freed. The builder's slots then never hold more
+/// than one path's worth of records, and the tree is laid out as it is built; without it, every slot lived until
+/// `finish`, and after a load the process kept the slots' peak (about twice the tree) as resident memory.
+/// A record that comes back into a built subtree (out of order) reopens it: still correct, only slower.
 public final class NodeBuilder {
     private final class Slot {
         var leaf: JSONValue?
         var priority: JSONValue?
+        /// The subtree's node once it was sealed as complete (its children then are released).
+        var built: Node?
         /// Children in arrival order (usually close to key order, which makes the final sort cheap).
         var keys: [String] = []
         var slots: [Slot] = []
@@ -69,12 +79,12 @@ public final class NodeBuilder {
 
         static let linearLimit = 8
 
-        /// The child slot for `key`, created when missing.
+        /// The child slot for `key`, created when missing (and reopened when it was sealed).
         func child(_ key: String) -> Slot {
             if let index {
-                if let i = index[JSONKey(key)] { return slots[i] }
+                if let i = index[JSONKey(key)] { return slots[i].reopened() }
             } else {
-                for i in keys.indices.reversed() where sameKey(keys[i], key) { return slots[i] }
+                for i in keys.indices.reversed() where sameKey(keys[i], key) { return slots[i].reopened() }
             }
             let slot = Slot()
             keys.append(key)
@@ -88,16 +98,53 @@ public final class NodeBuilder {
             }
             return slot
         }
+
+        /// Builds the subtree into `built` and frees its slots, unless the node would not hold every record: a
+        /// priority without children yet is kept as a slot (its children may follow after other keys, as "a/x"
+        /// follows "a b"), and so is a leaf below which records arrived (a later null record may uncover it).
+        func seal() {
+            guard built == nil else { return }
+            var dropped = false
+            let node = NodeBuilder.build(self, releasing: false, dropped: &dropped)
+            guard !node.isEmpty, !dropped else { return }
+            built = node
+            leaf = nil
+            priority = nil
+            keys = []
+            slots = []
+            index = nil
+        }
+
+        /// This slot, made of slots again if it was sealed.
+        func reopened() -> Slot {
+            if let node = built {
+                built = nil
+                fill(from: node)
+            }
+            return self
+        }
+
+        private func fill(from node: Node) {
+            leaf = node.leafValue
+            priority = node.priorityValue
+            for (key, child) in node.entries { self.child(key).fill(from: child) }
+        }
     }
 
     private let root = Slot()
+    private let sealsCompletedSubtrees: Bool
     /// The path of the previous record and the slots along it (root first): records read back from storage
     /// arrive grouped by prefix, so most lookups reuse a shared prefix instead of hashing every segment.
     private var lastPath: [String] = []
     private var lastSlots: [Slot] = []
 
     /// Creates an empty builder.
-    public init() {}
+    ///
+    /// - Parameter sealsCompletedSubtrees: records arrive in storage order (see the type's comment): subtrees are
+    ///   built as soon as they are complete.
+    public init(sealsCompletedSubtrees: Bool = false) {
+        self.sealsCompletedSubtrees = sealsCompletedSubtrees
+    }
 
     /// Adds one record.
     ///
@@ -143,6 +190,10 @@ public final class NodeBuilder {
             shared += 1
         }
         if lastSlots.isEmpty { lastSlots = [root] }
+        if sealsCompletedSubtrees {
+            // Left at depth `shared`: the subtrees below it on the previous path are complete, deepest first.
+            for slot in lastSlots[(shared + 1)...].reversed() { slot.seal() }
+        }
         lastSlots.removeLast(lastSlots.count - 1 - shared)
         lastPath.removeLast(lastPath.count - shared)
         var slot = lastSlots[shared]
@@ -166,11 +217,22 @@ public final class NodeBuilder {
     }
 
     private static func build(_ slot: Slot, releasing: Bool) -> Node {
+        var dropped = false
+        return build(slot, releasing: releasing, dropped: &dropped)
+    }
+
+    /// - Parameter dropped: set when a record had no effect on the node (a leaf under children, a priority of a
+    ///   node left empty), which a later record could still give one.
+    private static func build(_ slot: Slot, releasing: Bool, dropped: inout Bool) -> Node {
+        if let built = slot.built { return built }
         var list: [(key: String, node: Node)] = []
         list.reserveCapacity(slot.keys.count)
         for (key, child) in zip(slot.keys, slot.slots) {
-            let node = build(child, releasing: releasing)
+            let node = build(child, releasing: releasing, dropped: &dropped)
             if !node.isEmpty { list.append((key, node)) }
+        }
+        if slot.leaf != nil && !list.isEmpty || slot.priority != nil && list.isEmpty && slot.leaf == nil {
+            dropped = true
         }
         if releasing {
             slot.keys = []

@@ -542,7 +542,8 @@ public final class Namespace {
 
     /// The tree and its estimated size in memory (`bytesPerRow` per row: the node, its key and its value).
     static func loadMeasured(from store: NamespaceStore) throws -> (root: Node, bytes: Int) {
-        let builder = NodeBuilder()
+        // Rows come in key order: each subtree is built as soon as it is complete (see `NodeBuilder`).
+        let builder = NodeBuilder(sealsCompletedSubtrees: true)
         var rows = 0
         // A priority row keeps its priority in `priority` (its `value` is null): `entry.record` reads it from there.
         try store.loadAll { entry in
