@@ -264,6 +264,12 @@ extension Node {
             p.write(into: &out)
             first = false
         }
+        if let packed = entries.packed {
+            if !first { out.append(UInt8(ascii: ",")) }
+            packed.writeJSONMembers(into: &out)
+            out.append(UInt8(ascii: "}"))
+            return
+        }
         for entry in entries {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
@@ -285,8 +291,8 @@ extension Node {
     /// The array length when the plain form should be an array (Protocol.md#Arrays), else nil.
     private func arrayLength() -> Int? {
         var maxKey = -1
-        for entry in entries {
-            guard let n = Node.canonicalIndex(entry.key) else { return nil }
+        for position in entries.indices {
+            guard let n = Node.canonicalIndex(entries.key(at: position)) else { return nil }
             maxKey = max(maxKey, n)
         }
         return maxKey < 2 * entries.count ? maxKey + 1 : nil

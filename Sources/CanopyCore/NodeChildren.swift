@@ -161,9 +161,18 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     }
 
     /// Whether the children are packed (`PackedLeaves`).
-    var isPacked: Bool {
-        if case .packed = storage { return true }
-        return false
+    var isPacked: Bool { packed != nil }
+
+    /// The packed leaves, when the children are packed.
+    var packed: PackedLeaves? {
+        if case .packed(let packed) = storage { return packed }
+        return nil
+    }
+
+    /// The key of the child at `position`, without making its node when the children are packed.
+    func key(at position: Int) -> String {
+        if case .packed(let packed) = storage { return packed.key(at: position) }
+        return self[position].key
     }
 
     /// Whether these are exactly `children` (sorted), known without comparing values when they are the same

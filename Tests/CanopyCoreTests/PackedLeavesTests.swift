@@ -69,7 +69,28 @@ import Testing
             // The same data to every reader: equality, hash, JSON.
             #expect(packed == flat && packed.hash == flat.hash && packed.hasSameData(as: flat))
             #expect(packed.json() == flat.json() && packed.json(export: true) == flat.json(export: true))
+            for export in [false, true] {
+                // Serialized from the packed bytes: the same text, byte for byte.
+                var a: [UInt8] = []
+                var b: [UInt8] = []
+                packed.writeJSON(export: export, into: &a)
+                flat.writeJSON(export: export, into: &b)
+                #expect(a == b, "round \(round), export \(export)")
+                let withPriority = Node(validatedLeaf: nil, priority: .string("p"), children: packed.children)
+                var c: [UInt8] = []
+                withPriority.writeJSON(export: export, into: &c)
+                #expect(c == Array(withPriority.json(export: export).serialized().utf8))
+            }
         }
+        // Array-like keys are written as an array (REST) or an object (export), as for any node.
+        let array = try! Node.from(json: ["0": "a", "1": 2, "2": true])
+        #expect(array.children.isPacked)
+        var plain: [UInt8] = []
+        array.writeJSON(into: &plain)
+        #expect(String(decoding: plain, as: UTF8.self) == #"["a",2,true]"#)
+        var exported: [UInt8] = []
+        array.writeJSON(export: true, into: &exported)
+        #expect(String(decoding: exported, as: UTF8.self) == #"{"0":"a","1":2,"2":true}"#)
     }
 
     @Test func changingAPackedRecordUnpacksItAndKeepsEverythingElse() {

@@ -55,13 +55,25 @@ extension RESTHandler {
                     return
                 }
             }
+            let export = request.params["format"] == "export"
+            if !shallow, !request.pretty, request.params["callback"] == nil {
+                // Written straight from the tree (`Node.writeJSON`), without a `JSONValue` copy of it.
+                var body: [UInt8] = []
+                (query.map { $0.window(of: node) } ?? node).writeJSON(export: export, into: &body)
+                responder.respond(
+                    HTTPResponse(
+                        status: 200,
+                        headers: [("Content-Type", "application/json; charset=utf-8")] + commonHeaders + headers,
+                        body: body))
+                return
+            }
             let value: JSONValue
             if shallow {
                 value = node.shallowJSON()
             } else if let query {
-                value = query.window(of: node).json(export: request.params["format"] == "export")
+                value = query.window(of: node).json(export: export)
             } else {
-                value = node.json(export: request.params["format"] == "export")
+                value = node.json(export: export)
             }
             if let callback = request.params["callback"] {
                 guard callback.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || $0 == "." })
