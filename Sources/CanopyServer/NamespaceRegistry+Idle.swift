@@ -52,7 +52,9 @@ extension NamespaceRegistry {
     }
 
     /// While the open namespaces with a file or a replica exceed the count or memory budget, closes idle ones,
-    /// least recently used first.
+    /// least recently used first, except the one used last: closing it makes room for no other namespace, and its
+    /// next request would load it again (a namespace larger than the whole budget was closed between the writes
+    /// filling it). It is closed once another one is used.
     func closeIdleOverBudget() {
         var count = 0
         var bytes = 0
@@ -61,7 +63,10 @@ extension NamespaceRegistry {
             bytes += namespace.estimatedBytes
         }
         guard count > configuration.maxOpenNamespaces || bytes > configuration.maxNamespaceMemoryBytes else { return }
-        let candidates = closableNames().sorted { (open[$0]?.lastUsed ?? 0) < (open[$1]?.lastUsed ?? 0) }
+        let newest = open.values.max { $0.lastUsed < $1.lastUsed }?.name
+        let candidates = closableNames().filter { $0 != newest }.sorted {
+            (open[$0]?.lastUsed ?? 0) < (open[$1]?.lastUsed ?? 0)
+        }
         for name in candidates {
             guard count > configuration.maxOpenNamespaces || bytes > configuration.maxNamespaceMemoryBytes else {
                 break

@@ -231,6 +231,7 @@ public final class NamespaceRegistry {
             namespace.replica = tree.replica
             namespace.replicaOwnerURL = tree.ownerURL
             if tree.replica != nil { namespace.policy = DenyAllPolicy() }  // until the log's rules are applied
+            metrics.namespaceLoads &+= 1
             register(namespace)
             prepare(namespace)
             outcome = .success(namespace)

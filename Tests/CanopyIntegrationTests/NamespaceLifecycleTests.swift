@@ -179,6 +179,42 @@ private final class LoadGate: Sendable {
         holder.close()
     }
 
+    /// A namespace larger than the whole memory budget stays open while it is the one in use: closing it frees
+    /// memory for no other namespace, and every request would load it again (a 1 GB namespace was closed between
+    /// the writes filling it, and a write meanwhile found it loading). It is closed for the next one used.
+    @Test(.timeLimit(.minutes(1)))
+    func theNamespaceInUseStaysOpenWhenItAloneExceedsTheMemoryBudget() throws {
+        let names = ["big", "other"]
+        let directory = try prepare(Dictionary(uniqueKeysWithValues: names.map { ($0, JSONValue.string($0)) }))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Every namespace is over a 1-byte budget; the idle sweep, which enforces it, runs every 500 ms.
+        let server = try restart(directory) {
+            $0.maxNamespaceMemoryBytes = 1
+            $0.namespaceIdleMilliseconds = 2_000
+        }
+        defer { server.stop(removeData: false) }
+        let admin = adminHeader(server)
+        func loads() throws -> Int {
+            let text = try server.client().request("GET", "/.canopy/metrics", headers: admin).text
+            let line = text.split(separator: "\n").first { $0.hasPrefix("canopy_namespace_loads_total ") }
+            return line.flatMap { Int($0.split(separator: " ")[1]) } ?? -1
+        }
+        let start = monotonicNanoseconds()
+        var round = 0
+        while monotonicNanoseconds() - start < 1_600_000_000 {
+            #expect(try server.client().json("GET", "/v.json?ns=big", headers: admin).json == "big")
+            #expect(try server.client().json("PATCH", "/w.json?ns=big", #"{"r":\#(round)}"#, headers: admin).status == 200)
+            round += 1
+        }
+        #expect(try loads() == 1, "loaded again while in use")
+        #expect(server.daemon.openNamespaceNames() == ["big"])
+        // Another namespace used: the budget closes the one used before it.
+        #expect(try server.client().json("GET", "/v.json?ns=other", headers: admin).json == "other")
+        #expect(server.daemon.openNamespaceNames() == ["other"])
+        #expect(try server.client().json("GET", "/w/r.json?ns=big", headers: admin).json == .int(Int64(round - 1)))
+        #expect(try loads() == 3)
+    }
+
     /// The real binary: its threads do not grow with the number of namespaces (two per namespace before).
     @Test(.timeLimit(.minutes(2)))
     func threadsStayBoundedWithManyNamespaces() throws {

@@ -44,6 +44,9 @@ struct MetricsExposition {
         out.sample("canopy_listens", ["transport": "wire"], gauges.wireListens)
         out.sample("canopy_listens", ["transport": "sse"], gauges.eventStreams)
         out.gauge("canopy_namespaces_open", "Namespaces held open.", context.registry.openNamespaces.count)
+        out.counter(
+            "canopy_namespace_loads_total", "Namespace trees loaded from their files (first use, or after closing).",
+            metrics.namespaceLoads)
         out.gauge("canopy_draining", "1 while the daemon drains after SIGTERM, else 0.", context.isDraining ? 1 : 0)
 
         out.labelled(

@@ -22,6 +22,8 @@ final class ServerMetrics {
     /// Changes serialized for subscribers: once per listen group, update and transport, however many listen
     /// (the fan-out shares the bytes; see Architecture.md#The-fan-out).
     var pushSerializations = 0
+    /// Namespace trees loaded from their files: at first use, and again after being closed idle.
+    var namespaceLoads = 0
     /// REST reads answered from a namespace's file while its tree was loading (RESTEarlyRead).
     private(set) var earlyReads = 0
     /// Publish-engine actions (publish, unpublish, revert, rollback) answered, by outcome.

@@ -55,7 +55,7 @@ struct Serve: Command {
           --max-open-namespaces  namespaces with a file kept open (default 1000); past it, idle ones are closed,
                          least recently used first, and reopened on demand
           --max-namespace-memory  estimated memory (MiB) for the trees of open namespaces (default 1024); past
-                         it, idle ones are closed, least recently used first
+                         it, idle ones are closed, least recently used first, never the one used last
           --namespace-idle  seconds after which a namespace nothing uses is closed (default 60)
           --metrics-port  also serve /.canopy/metrics, /.canopy/health and /.canopy/ready without credentials on
                          127.0.0.1:<n> (0 picks a free one); without it, /.canopy/metrics needs the admin credential
