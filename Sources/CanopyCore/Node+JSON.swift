@@ -266,7 +266,7 @@ extension Node {
         }
         if let packed = entries.packed {
             if !first { out.append(UInt8(ascii: ",")) }
-            packed.writeJSONMembers(into: &out)
+            packed.writeJSONMembers(export: export, into: &out)
             out.append(UInt8(ascii: "}"))
             return
         }

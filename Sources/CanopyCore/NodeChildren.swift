@@ -134,8 +134,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     private enum Storage: Sendable {
         case flat([Entry])
         case tree(Branch)
-        /// A record's leaves (see `PackedLeaves`): never empty, at most `flatLimit`.
-        case packed(PackedLeaves)
+        /// Leaves packed in bytes, other children by reference (see `PackedChildren`): never empty, at most
+        /// `flatLimit`.
+        case packed(PackedChildren)
     }
 
     private let storage: Storage
@@ -151,20 +152,20 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     }
 
     /// Wraps children that are already sorted by `compareKeys`, distinct and non-empty (not checked), packed
-    /// (`PackedLeaves`) when they are 1 to `flatLimit` leaves without a priority.
+    /// (`PackedChildren`) when they are 1 to `flatLimit` and one at least is a leaf without a priority.
     init(packing list: [Element]) {
-        if let packed = PackedLeaves(sorted: list, limit: NodeChildren.flatLimit) {
+        if let packed = PackedChildren(sorted: list, limit: NodeChildren.flatLimit) {
             self.init(storage: .packed(packed))
         } else {
             self.init(sorted: list)
         }
     }
 
-    /// Whether the children are packed (`PackedLeaves`).
+    /// Whether the children are packed (`PackedChildren`).
     var isPacked: Bool { packed != nil }
 
-    /// The packed leaves, when the children are packed.
-    var packed: PackedLeaves? {
+    /// The packed children, when they are packed.
+    var packed: PackedChildren? {
         if case .packed(let packed) = storage { return packed }
         return nil
     }
@@ -176,7 +177,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     }
 
     /// Whether these are exactly `children` (sorted), known without comparing values when they are the same
-    /// instances: for packed children, the same keys and values bit for bit (`PackedLeaves.holdsExactly`);
+    /// instances: for packed leaves, the same keys and values bit for bit (`PackedChildren.holdsExactly`);
     /// otherwise the same keys and the same `Node` instances.
     func holdsExactly(_ children: [Element]) -> Bool {
         guard children.count == count else { return false }
@@ -271,14 +272,14 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         /// The branches above the current leaf, each with the index of the kid being walked.
         var stack: [(branch: Branch, kid: Int)] = []
         /// Packed children, walked by `position` instead of `leaf`.
-        var packed: PackedLeaves?
+        var packed: PackedChildren?
 
         init(leaf: [Entry], root: Branch?) {
             self.leaf = leaf
             if let root { descend(from: root) }
         }
 
-        init(packed: PackedLeaves) {
+        init(packed: PackedChildren) {
             leaf = []
             self.packed = packed
         }
@@ -426,7 +427,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         let entry = Entry(key: element.key, node: element.node)
         switch storage {
         case .packed:
-            // A changed record is unpacked: its next load packs it again.
+            // A changed list is unpacked; its next load packs it again.
             return NodeChildren(storage: .flat(entries())).setting(element, at: slot)
         case .flat(var list):
             if slot.found { list[slot.position] = entry } else { list.insert(entry, at: slot.position) }

@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func aNodeFoundEqualToAHashedOneKeepsItsHash() throws {
-        // `y` is a subtree: a record's leaves are packed and made anew on every read (PackedLeaves).
+        // `y` is a subtree: a record's leaves are packed and made anew on every read (PackedChildren).
         let json: JSONValue = ["a": ["x": 1, "y": ["z": "two"]], "b": [".value": true, ".priority": 3]]
         let hashed = try Node.from(json: json)
         let expected = hashed.hash

@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func aChangedLeafIsNewAndItsSiblingsAreTheStoredOnes() {
-        // `x` is a subtree: a record's leaves are packed and have no identity (PackedLeavesTests).
+        // `x` is a subtree: a record's leaves are packed and have no identity (PackedChildrenTests).
         let stored = Self.tree(["a": ["x": ["v": 1], "y": "two"], "b": ["c": false], "d": "gone"])
         let json: JSONValue = ["a": ["x": ["v": 1], "y": "three"], "b": ["c": false], "e": "new"]
         let result = Self.written(json, over: stored)
@@ -45,7 +45,8 @@ import Testing
         let plain = Self.tree(["a": ["x": 1], "b": 2])
         let prioritised = Self.written(["a": ["x": 1], "b": 2, ".priority": 5], over: plain)
         #expect(prioritised !== plain && prioritised.priority == 5)
-        #expect(prioritised.child("a") === plain.child("a") && prioritised.child("b") === plain.child("b"))
+        // "b", a plain leaf, is packed and has no identity of its own (PackedChildren).
+        #expect(prioritised.child("a") === plain.child("a") && prioritised.child("b") == plain.child("b"))
         // A leaf with a priority is not reused for the same leaf without one.
         let withPriority = Self.tree(["k": [".value": "v", ".priority": 1]])
         #expect(Self.written(["k": "v"], over: withPriority).child("k").priority == nil)

@@ -60,7 +60,10 @@ import Testing
         ]
         let merged = base.merging(updates)
         #expect(merged == sequential(base, updates))
-        #expect(merged.child("10") === base.child("10"))
+        // Untouched children are shared: "c" is kept as a node (a leaf with a priority); "10", a plain leaf, is
+        // packed and has no identity of its own (PackedChildren).
+        #expect(merged.child("10") == base.child("10"))
+        #expect(base.merging([(p("/b"), Node(leaf: "B"))]).child("c") === base.child("c"))
         #expect(merged.child("c").priority == 4)
     }
 

@@ -54,7 +54,7 @@ import Testing
     }
 
     @Test func settingSharesUntouchedSubtrees() throws {
-        // `x` is a subtree, not a leaf: a record's leaves are packed and have no identity (PackedLeaves).
+        // `x` is a subtree, not a leaf: a record's leaves are packed and have no identity (PackedChildren).
         let n = try node(obj(("a", obj(("x", obj(("deep", .int(1)))))), ("b", obj(("y", .int(2))))))
         let updated = n.setting(Node(leaf: .int(3)), at: Path(segments: ["a", "z"]))
         #expect(updated.child("b") === n.child("b"))

@@ -1,11 +1,11 @@
-// PackedLeavesTests -- a record's leaves packed in one array read, search, change and compare exactly like the same
-// leaves as nodes.
+// PackedChildrenTests -- a child list with its leaves packed in one array reads, searches, changes, compares and
+// serializes exactly like the same children as nodes; children kept as nodes keep their identity.
 
 import Testing
 
 @testable import CanopyCore
 
-@Suite struct PackedLeavesTests {
+@Suite struct PackedChildrenTests {
     /// Keys that exercise Firebase order: integer-like (negative, leading zeros, beyond Int32), non-ASCII,
     /// a supplementary-plane character against U+E000–U+FFFF, and the longest key.
     static let keyPool = [
@@ -39,7 +39,14 @@ import Testing
                 keys.insert(pool.remove(at: Int.random(in: 0..<pool.count, using: &rng)))
             }
         }
-        return keys.sorted { compareKeys($0, $1) < 0 }.map { (key: $0, node: Node(leaf: randomValue(&rng))) }
+        return keys.sorted { compareKeys($0, $1) < 0 }.map { key in
+            // Mostly plain leaves, some kept as nodes: a leaf with a priority, an object.
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0: (key: key, node: Node(leaf: randomValue(&rng), priority: .string("p")))
+            case 1: (key: key, node: Node(children: [(key: "deep", node: Node(leaf: randomValue(&rng)))], priority: 1))
+            default: (key: key, node: Node(leaf: randomValue(&rng)))
+            }
+        }
     }
 
     static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool { JSONValue.identical(a, b) }
@@ -50,7 +57,12 @@ import Testing
             let leaves = Self.randomLeaves(&rng, count: Int.random(in: 1...NodeChildren.flatLimit, using: &rng))
             let packed = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(packing: leaves))
             let flat = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(sorted: leaves))
-            #expect(packed.children.isPacked && !flat.children.isPacked)
+            let hasPlainLeaf = leaves.contains { $0.node.isLeaf && $0.node.priority == nil }
+            #expect(packed.children.isPacked == hasPlainLeaf && !flat.children.isPacked)
+            // A child kept as a node is the same instance.
+            for (index, child) in leaves.enumerated() where child.node.hasChildren || child.node.priority != nil {
+                #expect(packed.children[index].node === child.node && packed.child(child.key) === child.node)
+            }
             #expect(packed.childCount == leaves.count)
             // Iterator, subscript and lookups by key give the same keys and values bit for bit.
             for (index, (element, expected)) in zip(packed.children, leaves).enumerated() {
@@ -58,7 +70,7 @@ import Testing
                 #expect(Self.same(element.node.value, expected.node.value), "round \(round), key \(expected.key)")
                 #expect(JSONKey.bytesEqual(packed.children[index].key, expected.key))
                 #expect(Self.same(packed.child(expected.key).value, expected.node.value))
-                #expect(packed.child(expected.key).priority == nil && !packed.child(expected.key).hasChildren)
+                #expect(packed.child(expected.key) == expected.node)
             }
             // Absent keys are searched to the same position.
             for probe in Self.keyPool + ["k5", "zz", "-0", "00"] {
@@ -76,7 +88,7 @@ import Testing
                 packed.writeJSON(export: export, into: &a)
                 flat.writeJSON(export: export, into: &b)
                 #expect(a == b, "round \(round), export \(export)")
-                let withPriority = Node(validatedLeaf: nil, priority: .string("p"), children: packed.children)
+                let withPriority = Node(validatedLeaf: nil, priority: .string("q"), children: packed.children)
                 var c: [UInt8] = []
                 withPriority.writeJSON(export: export, into: &c)
                 #expect(c == Array(withPriority.json(export: export).serialized().utf8))
@@ -124,13 +136,15 @@ import Testing
         #expect(one.settingChild("a", .empty).isEmpty)
     }
 
-    @Test func onlyPlainLeavesUpToTheFlatLimitArePacked() {
+    @Test func listsWithAPlainLeafUpToTheFlatLimitArePacked() {
         let leaf = Node(leaf: "x")
+        let object = Node(children: [(key: "c", node: leaf)])
         func packs(_ list: [(key: String, node: Node)]) -> Bool { NodeChildren(packing: list).isPacked }
         #expect(packs([(key: "a", node: leaf)]))
         #expect(!packs([]))
-        #expect(!packs([(key: "a", node: leaf), (key: "b", node: Node(leaf: "y", priority: 1))]))
-        #expect(!packs([(key: "a", node: leaf), (key: "b", node: Node(children: [(key: "c", node: leaf)]))]))
+        #expect(packs([(key: "a", node: leaf), (key: "b", node: Node(leaf: "y", priority: 1))]))
+        #expect(packs([(key: "a", node: leaf), (key: "b", node: object)]))
+        #expect(!packs([(key: "a", node: object), (key: "b", node: Node(leaf: "y", priority: 1))]))
         let many = (0..<NodeChildren.flatLimit + 1).map { (key: "k\($0)", node: leaf) }.sorted {
             compareKeys($0.key, $1.key) < 0
         }
@@ -139,7 +153,7 @@ import Testing
 
     @Test func loadedAndWrittenRecordsArePacked() throws {
         let json: JSONValue = [
-            "items": ["a": ["title": "Doors", "order": 1, "live": true], "b": ["title": "Talk", "at": 2.5]],
+            "items": ["a": ["title": "Doors", "order": 1, "live": true], "b": ["title": "Talk", "at": 2.5, "c": ["d": 1]]],
             "prioritised": [".priority": 1, "x": 1], "leafWithPriority": ["y": [".value": 1, ".priority": "p"]],
         ]
         let written = try Node.from(json: json)
@@ -149,8 +163,8 @@ import Testing
         for tree in [written, loaded] {
             #expect(tree == written)
             #expect(tree.child("items").child("a").children.isPacked)
-            #expect(tree.child("items").child("b").children.isPacked)
-            #expect(!tree.child("items").children.isPacked)  // its children are records
+            #expect(tree.child("items").child("b").children.isPacked)  // two leaves and an object
+            #expect(!tree.child("items").children.isPacked)  // no leaf among its children
             // The node's own priority does not matter; a child's priority does.
             #expect(tree.child("prioritised").children.isPacked && tree.child("prioritised").priority == 1)
             #expect(!tree.child("leafWithPriority").children.isPacked)
@@ -158,19 +172,26 @@ import Testing
     }
 
     @Test func writingARecordAgainKeepsTheStoredPackedInstance() throws {
-        let stored = try Node.from(json: ["title": "Doors", "order": 1, "at": 2.5, "live": true])
+        let stored = try Node.from(json: ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": ["p": 1]])
         #expect(stored.children.isPacked)
-        let again = try Node.from(json: ["live": true, "at": 2.5, "order": 1, "title": "Doors"], reusing: stored)
+        let again = try Node.from(
+            json: ["live": true, "at": 2.5, "order": 1, "title": "Doors", "o": ["p": 1]], reusing: stored)
         #expect(again === stored)
+        // A changed leaf: the object kept as a node is still the stored instance.
+        let changed = try Node.from(
+            json: ["live": false, "at": 2.5, "order": 1, "title": "Doors", "o": ["p": 1]], reusing: stored)
+        #expect(changed !== stored && changed.child("o") === stored.child("o"))
         // Equal to Firebase but spelled differently, or changed: a new record with the written data.
         for json: JSONValue in [
-            ["title": "Doors", "order": 1.0, "at": 2.5, "live": true],
-            ["title": "Doors", "order": 1, "at": 2.5, "live": false],
-            ["title": "Door", "order": 1, "at": 2.5, "live": true],
-            ["title": "Doors", "order": 1, "at": 2.5],
-            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "extra": 0],
-            ["title": ["nested": "Doors"], "order": 1, "at": 2.5, "live": true],
-            ["title": "Doors", "order": 1, "at": 2.5, "live": true, ".priority": 1],
+            ["title": "Doors", "order": 1.0, "at": 2.5, "live": true, "o": ["p": 1]],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": false, "o": ["p": 1]],
+            ["title": "Door", "order": 1, "at": 2.5, "live": true, "o": ["p": 1]],
+            ["title": "Doors", "order": 1, "at": 2.5, "o": ["p": 1]],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": ["p": 1], "extra": 0],
+            ["title": ["nested": "Doors"], "order": 1, "at": 2.5, "live": true, "o": ["p": 1]],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": ["p": 1], ".priority": 1],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": ["p": 2]],
+            ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": "p"],
         ] {
             let result = try Node.from(json: json, reusing: stored)
             let fresh = try Node.from(json: json)

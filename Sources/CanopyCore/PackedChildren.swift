@@ -1,56 +1,68 @@
-// PackedLeaves -- the children of a record (an object whose children are all plain leaves) as one byte array.
+// PackedChildren -- a short child list whose leaves are packed in one byte array, other children by reference.
 //
 // WHY
-//   Most of a loaded tree is records: objects whose children are leaves (a title, a time, a flag). As nodes, each
-//   leaf cost a `Node` (a 64-byte heap block), a 32-byte `Entry` in its parent's array and, for a string longer
-//   than 15 bytes, the string's own allocation: about 3.5 × its row on disk (Architecture.md, "Loading a
-//   namespace"). Packed, the leaves of one record are one allocation holding what the rows hold, without paths.
+//   Most of a loaded tree is records: objects whose children are leaves (a title, a time, a flag), sometimes next to
+//   a nested object or two. As nodes, each leaf cost a `Node` (a 64-byte heap block), a 32-byte `Entry` in its
+//   parent's array and, for a string longer than 15 bytes, the string's own allocation: about 3.5 × its row on
+//   disk (Architecture.md, "Loading a namespace"). Packed, the leaves of one object are one allocation holding
+//   what the rows hold, without paths.
 //
 // LAYOUT (little-endian)
 //   count × u32   offset of each entry from the start of the array
 //   per entry     u16 key length, the key's UTF-8 bytes, u8 tag, payload:
 //                 tag 0 false, 1 true (no payload), 2 Int64 (8 bytes), 3 Double (8 bytes, its bit pattern),
-//                 4 string (u32 length, UTF-8 bytes)
-//   Entries are in Firebase key order, as in every `NodeChildren`.
+//                 4 string (u32 length, UTF-8 bytes), 5 a child kept as a node (u32 index into `nodes`)
+//   Entries are in Firebase key order, as in every `NodeChildren`. A leaf with a priority, and every internal
+//   child, is kept as a node (tag 5), so it keeps its identity.
 //
 // WHAT IT COSTS
-//   A child read from a packed list is a new leaf `Node` each time: no identity to compare, so identity shortcuts
+//   A packed leaf read from the list is a new leaf `Node` each time: no identity to compare, so identity shortcuts
 //   (`===`) fall back to comparing values, which for a leaf is cheap. Changing a packed list unpacks it (see
-//   `NodeChildren.setting(_:at:)`). Only leaves without a priority are packed, at most `NodeChildren.flatLimit`.
+//   `NodeChildren.setting(_:at:)`). Lists of 1 to `NodeChildren.flatLimit` children with at least one plain leaf
+//   (no priority) are packed.
 
-/// The leaves of one record packed in one array (see the file comment). Immutable.
-struct PackedLeaves: Sendable {
+/// A child list packed as described in the file comment. Immutable.
+struct PackedChildren: Sendable {
     private let bytes: [UInt8]
-    /// The number of leaves (at least one).
+    /// The children kept as nodes (tag 5), in key order.
+    private let nodes: [Node]
+    /// The number of children (at least one).
     let count: Int
 
     private enum Tag: UInt8 {
-        case falseValue = 0, trueValue, int, double, string
+        case falseValue = 0, trueValue, int, double, string, node
     }
 
-    /// Packs `leaves` (sorted by `compareKeys`, distinct keys); nil unless there are 1 to `limit` of them and every
-    /// node is a leaf without a priority.
-    init?(sorted leaves: [(key: String, node: Node)], limit: Int) {
-        guard !leaves.isEmpty, leaves.count <= limit else { return nil }
-        var size = 4 * leaves.count
-        for (key, node) in leaves {
-            guard node.priorityValue == nil, let value = node.leafValue else { return nil }
+    /// Packs `children` (sorted by `compareKeys`, distinct keys, none empty); nil unless there are 1 to `limit` of
+    /// them and one at least is a leaf without a priority.
+    init?(sorted children: [(key: String, node: Node)], limit: Int) {
+        guard !children.isEmpty, children.count <= limit else { return nil }
+        var size = 4 * children.count
+        var plainLeaves = 0
+        for (key, node) in children {
             size += 3 + key.utf8.count
+            guard node.priorityValue == nil, let value = node.leafValue else {
+                size += 4
+                continue
+            }
+            plainLeaves += 1
             switch value {
             case .int, .double: size += 8
             case .string(let text): size += 4 + text.utf8.count
             default: break
             }
         }
-        guard size <= Int(UInt32.max) else { return nil }
+        guard plainLeaves > 0, size <= Int(UInt32.max) else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(size)
-        bytes.append(contentsOf: repeatElement(0, count: 4 * leaves.count))
-        for (index, (key, node)) in leaves.enumerated() {
+        bytes.append(contentsOf: repeatElement(0, count: 4 * children.count))
+        var nodes: [Node] = []
+        if plainLeaves < children.count { nodes.reserveCapacity(children.count - plainLeaves) }
+        for (index, (key, node)) in children.enumerated() {
             Self.store(UInt32(bytes.count), at: 4 * index, in: &bytes)
             Self.append(UInt64(key.utf8.count), bytes: 2, to: &bytes)
             bytes.append(contentsOf: key.utf8)
-            switch node.leafValue {
+            switch node.priorityValue == nil ? node.leafValue : nil {
             case .bool(let flag)?: bytes.append(flag ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
             case .int(let number)?:
                 bytes.append(Tag.int.rawValue)
@@ -62,14 +74,18 @@ struct PackedLeaves: Sendable {
                 bytes.append(Tag.string.rawValue)
                 Self.append(UInt64(text.utf8.count), bytes: 4, to: &bytes)
                 bytes.append(contentsOf: text.utf8)
-            default: preconditionFailure("a packed leaf must be a primitive")
+            default:
+                bytes.append(Tag.node.rawValue)
+                Self.append(UInt64(nodes.count), bytes: 4, to: &bytes)
+                nodes.append(node)
             }
         }
         self.bytes = bytes
-        count = leaves.count
+        self.nodes = nodes
+        count = children.count
     }
 
-    /// The key of leaf `index`.
+    /// The key of child `index`.
     func key(at index: Int) -> String {
         bytes.withUnsafeBufferPointer { raw in
             let start = Self.offset(of: index, in: raw)
@@ -79,28 +95,41 @@ struct PackedLeaves: Sendable {
         }
     }
 
-    /// The value of leaf `index`.
-    func value(at index: Int) -> JSONValue {
+    /// Child `index`: its stored node, or a packed leaf as a node of its own (a new instance on every call).
+    func node(at index: Int) -> Node {
+        switch entry(at: index) {
+        case .leaf(let value): Node(validatedLeaf: value, priority: nil, children: .none)
+        case .node(let node): node
+        }
+    }
+
+    private enum Child {
+        case leaf(JSONValue)
+        case node(Node)
+    }
+
+    private func entry(at index: Int) -> Child {
         bytes.withUnsafeBufferPointer { raw in
             let start = Self.offset(of: index, in: raw)
             let tagAt = start + 2 + Self.load(raw, at: start, bytes: 2)
             switch Tag(rawValue: raw[tagAt]) {
-            case .falseValue: return .bool(false)
-            case .trueValue: return .bool(true)
-            case .int: return .int(Int64(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8)))
-            case .double: return .double(Double(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8)))
+            case .falseValue: return .leaf(.bool(false))
+            case .trueValue: return .leaf(.bool(true))
+            case .int: return .leaf(.int(Int64(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8))))
+            case .double: return .leaf(.double(Double(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8))))
             case .string:
                 let length = Self.load(raw, at: tagAt + 1, bytes: 4)
                 let text = UnsafeBufferPointer(rebasing: raw[(tagAt + 5)..<(tagAt + 5 + length)])
-                return .string(String(decoding: text, as: UTF8.self))
-            case nil: preconditionFailure("damaged packed leaves")
+                return .leaf(.string(String(decoding: text, as: UTF8.self)))
+            case .node: return .node(nodes[Self.load(raw, at: tagAt + 1, bytes: 4)])
+            case nil: preconditionFailure("damaged packed children")
             }
         }
     }
 
-    /// Appends the leaves as the members of a JSON object, `"key":value` separated by commas, exactly as
-    /// `Node.writeJSON` writes leaves without a priority, but without making a node or a string per leaf.
-    func writeJSONMembers(into out: inout [UInt8]) {
+    /// Appends the children as the members of a JSON object, `"key":value` separated by commas, exactly as
+    /// `Node.writeJSON(export:into:)` writes them, but without making a node or a string per packed leaf.
+    func writeJSONMembers(export: Bool, into out: inout [UInt8]) {
         bytes.withUnsafeBufferPointer { raw in
             for index in 0..<count {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -121,18 +150,14 @@ struct PackedLeaves: Sendable {
                     JSONNumberFormat.appendInteger(number, into: &out)
                 case .double:
                     JSONNumberFormat.write(Double(bitPattern: Self.bits(raw, at: tagAt + 1, bytes: 8)), into: &out)
-                case nil: preconditionFailure("damaged packed leaves")
+                case .node: nodes[Self.load(raw, at: tagAt + 1, bytes: 4)].writeJSON(export: export, into: &out)
+                case nil: preconditionFailure("damaged packed children")
                 }
             }
         }
     }
 
-    /// Leaf `index` as a node of its own (a new instance on every call).
-    func node(at index: Int) -> Node {
-        Node(validatedLeaf: value(at: index), priority: nil, children: .none)
-    }
-
-    /// Whether leaf `index` is named `key` (byte for byte).
+    /// Whether child `index` is named `key` (byte for byte).
     func hasKey(_ key: String, at index: Int) -> Bool {
         var key = key
         return key.withUTF8 { probe in
@@ -145,33 +170,30 @@ struct PackedLeaves: Sendable {
         }
     }
 
-    /// Whether this list holds exactly `children`, in order: the same keys and the same values bit for bit
-    /// (`JSONValue.identical`: `1` and `1.0` differ), none with a priority.
+    /// Whether this list holds exactly `children`, in order: the same keys; for a packed leaf, a leaf without a
+    /// priority and the same value bit for bit (`JSONValue.identical`: `1` and `1.0` differ); for a child kept as
+    /// a node, that same instance.
     func holdsExactly(_ children: [(key: String, node: Node)]) -> Bool {
         guard children.count == count else { return false }
         for (index, child) in children.enumerated() {
-            guard child.node.priorityValue == nil, let value = child.node.leafValue,
-                hasKey(child.key, at: index), JSONValue.identical(value, self.value(at: index))
-            else { return false }
+            guard hasKey(child.key, at: index) else { return false }
+            switch entry(at: index) {
+            case .node(let node):
+                guard node === child.node else { return false }
+            case .leaf(let value):
+                guard child.node.priorityValue == nil, JSONValue.identical(child.node.leafValue, value) else {
+                    return false
+                }
+            }
         }
         return true
     }
-
-    /// Whether `self` and `other` share one array (then they hold the same leaves).
-    func isSameStorage(as other: PackedLeaves) -> Bool {
-        bytes.withUnsafeBufferPointer { a in
-            other.bytes.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress }
-        }
-    }
-
-    /// Heap bytes of the array (its capacity), for memory accounting in tests.
-    var byteCount: Int { bytes.capacity }
 
     private static func offset(of index: Int, in raw: UnsafeBufferPointer<UInt8>) -> Int {
         load(raw, at: 4 * index, bytes: 4)
     }
 
-    /// A length or an offset (at most 4 bytes).
+    /// A length, an offset or an index (at most 4 bytes).
     private static func load(_ raw: UnsafeBufferPointer<UInt8>, at start: Int, bytes: Int) -> Int {
         Int(bits(raw, at: start, bytes: bytes))
     }
