@@ -22,12 +22,18 @@
 //   (no priority) are packed.
 
 /// A child list packed as described in the file comment. Immutable.
+///
+/// Two references and nothing else: `NodeChildren` holds one of these in its storage enum, and every `Node` holds a
+/// `NodeChildren`, so a third word would make every node of every tree a 80-byte heap block instead of 64.
 struct PackedChildren: Sendable {
     private let bytes: [UInt8]
     /// The children kept as nodes (tag 5), in key order.
     private let nodes: [Node]
-    /// The number of children (at least one).
-    let count: Int
+
+    /// The number of children (at least one): the first entry starts right after the offsets.
+    var count: Int {
+        bytes.withUnsafeBufferPointer { Self.offset(of: 0, in: $0) / 4 }
+    }
 
     private enum Tag: UInt8 {
         case falseValue = 0, trueValue, int, double, string, node
@@ -82,7 +88,6 @@ struct PackedChildren: Sendable {
         }
         self.bytes = bytes
         self.nodes = nodes
-        count = children.count
     }
 
     /// The key of child `index`.

@@ -47,7 +47,7 @@ extension NamespaceRegistry {
     /// Gives the memory of the trees just dropped back to the system (glibc keeps freed memory in its arenas:
     /// without this, RSS stays at its high-water mark after idle namespaces close). On a store thread: trimming
     /// walks the heap.
-    private func returnFreedMemory() {
+    func returnFreedMemory() {
         pool.run { _ = malloc_trim(0) }
     }
 

@@ -136,6 +136,13 @@ import Testing
         #expect(one.settingChild("a", .empty).isEmpty)
     }
 
+    /// Every node holds a `NodeChildren`: packed storage must not make it larger than two words and a tag, or every
+    /// node of every tree grows from a 64-byte heap block to an 80-byte one (it did, with a third word).
+    @Test func packedStorageKeepsNodesSmall() {
+        #expect(MemoryLayout<PackedChildren>.size == 16)
+        #expect(MemoryLayout<NodeChildren>.size <= 17)
+    }
+
     @Test func listsWithAPlainLeafUpToTheFlatLimitArePacked() {
         let leaf = Node(leaf: "x")
         let object = Node(children: [(key: "c", node: leaf)])
