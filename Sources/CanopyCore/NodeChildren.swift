@@ -176,9 +176,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         return self[position].key
     }
 
-    /// Whether these are exactly `children` (sorted), known without comparing values when they are the same
-    /// instances: for packed leaves, the same keys and values bit for bit (`PackedChildren.holdsExactly`);
-    /// otherwise the same keys and the same `Node` instances.
+    /// Whether these are exactly `children` (sorted, as built against these): packed, the same keys and, for a
+    /// packed leaf, the same value bit for bit, for any other child the same instance (`PackedChildren.holdsExactly`);
+    /// otherwise the same `Node` instances position by position (the keys are known to match).
     func holdsExactly(_ children: [Element]) -> Bool {
         guard children.count == count else { return false }
         if case .packed(let packed) = storage { return packed.holdsExactly(children) }

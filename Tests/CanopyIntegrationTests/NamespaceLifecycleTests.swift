@@ -203,7 +203,8 @@ private final class LoadGate: Sendable {
         var round = 0
         while monotonicNanoseconds() - start < 1_600_000_000 {
             #expect(try server.client().json("GET", "/v.json?ns=big", headers: admin).json == "big")
-            #expect(try server.client().json("PATCH", "/w.json?ns=big", #"{"r":\#(round)}"#, headers: admin).status == 200)
+            let patch = try server.client().json("PATCH", "/w.json?ns=big", #"{"r":\#(round)}"#, headers: admin)
+            #expect(patch.status == 200)
             round += 1
         }
         #expect(try loads() == 1, "loaded again while in use")
