@@ -230,7 +230,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     public subscript(position: Int) -> Element {
         if case .packed(let packed) = storage {
             precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
-            return (packed.key(at: position), packed.node(at: position))
+            return packed.element(at: position)
         }
         let entry = self.entry(at: position)
         return (entry.key, entry.node)
@@ -242,7 +242,8 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             return list[position]
         case .packed(let packed):
             precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
-            return Entry(key: packed.key(at: position), node: packed.node(at: position))
+            let element = packed.element(at: position)
+            return Entry(key: element.key, node: element.node)
         case .tree(var branch):
             precondition(position >= 0 && position < branch.count, "NodeChildren index out of range")
             var position = position
@@ -323,7 +324,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             if let packed {
                 guard position < packed.count else { return nil }
                 defer { position += 1 }
-                return (packed.key(at: position), packed.node(at: position))
+                return packed.element(at: position)
             }
             while position == leaf.count {
                 guard advance() else { return nil }

@@ -100,6 +100,11 @@ struct PackedChildren: Sendable {
         }
     }
 
+    /// Child `index` with its key (see `node(at:)`).
+    func element(at index: Int) -> (key: String, node: Node) {
+        (key(at: index), node(at: index))
+    }
+
     /// Child `index`: its stored node, or a packed leaf as a node of its own (a new instance on every call).
     func node(at index: Int) -> Node {
         switch entry(at: index) {

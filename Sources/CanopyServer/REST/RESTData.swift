@@ -56,25 +56,15 @@ extension RESTHandler {
                 }
             }
             let export = request.params["format"] == "export"
+            let answered = query.map { $0.window(of: node) } ?? node
             if !shallow, !request.pretty, request.params["callback"] == nil {
                 // Written straight from the tree (`Node.writeJSON`), without a `JSONValue` copy of it.
                 var body: [UInt8] = []
-                (query.map { $0.window(of: node) } ?? node).writeJSON(export: export, into: &body)
-                responder.respond(
-                    HTTPResponse(
-                        status: 200,
-                        headers: [("Content-Type", "application/json; charset=utf-8")] + commonHeaders + headers,
-                        body: body))
+                answered.writeJSON(export: export, into: &body)
+                responder.respond(.json(200, body: body, extraHeaders: headers))
                 return
             }
-            let value: JSONValue
-            if shallow {
-                value = node.shallowJSON()
-            } else if let query {
-                value = query.window(of: node).json(export: export)
-            } else {
-                value = node.json(export: export)
-            }
+            let value = shallow ? node.shallowJSON() : answered.json(export: export)
             if let callback = request.params["callback"] {
                 guard callback.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || $0 == "." })
                 else {

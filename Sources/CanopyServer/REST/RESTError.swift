@@ -32,7 +32,12 @@ extension HTTPResponse {
     {
         var body: [UInt8] = []
         value.write(into: &body, pretty: pretty)
-        return HTTPResponse(
+        return json(status, body: body, extraHeaders: extraHeaders)
+    }
+
+    /// A JSON response whose body is already serialized.
+    static func json(_ status: Int, body: [UInt8], extraHeaders: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(
             status: status,
             headers: [("Content-Type", "application/json; charset=utf-8")] + commonHeaders + extraHeaders,
             body: body)
