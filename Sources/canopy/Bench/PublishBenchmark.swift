@@ -217,19 +217,12 @@ struct PublishBenchmark {
 
     static func milliseconds(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1e6 }
 
-    /// The daemon's CPU time so far, user and system, in ns (`utime` and `stime` of `/proc/<pid>/stat`, in clock
-    /// ticks: 10 ms each at the usual 100 Hz). It counts threads that have exited too: the sum of the live threads'
-    /// `schedstat` it replaced went backwards when a store thread ended between two samples, and the unsigned
-    /// difference printed 18446744073658.9 ms. Includes the quiet wait after the last message, which costs next to
-    /// nothing. nil if unreadable.
+    /// The daemon's CPU time so far, user and system, in ns, from `/proc/<pid>/stat` (`CPUSampler.cpuSeconds`:
+    /// 10 ms clock ticks). It counts threads that have exited too: the sum of the live threads' `schedstat` it
+    /// replaced went backwards when a store thread ended between two samples, and the unsigned difference printed
+    /// 18446744073658.9 ms. Includes the quiet wait after the last message, which costs next to nothing. nil if
+    /// unreadable.
     static func cpuNanoseconds(process: Int32) -> UInt64? {
-        guard let text = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        // After the command name: state is field 3, utime field 14, stime field 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
-        let ticksPerSecond = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
-        return (user + system) * (1_000_000_000 / ticksPerSecond)
+        CPUSampler.cpuSeconds(stat: "/proc/\(process)/stat").map { UInt64(($0 * 1e9).rounded()) }
     }
 }
