@@ -292,4 +292,60 @@ private final class PendingRequest: Sendable {
                 stream.eventsBeforeFence() == [["path": "/", "data": ["name": "Ada", "age": 36]], ["path": "/age", "data": 37]])
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLongPollSessionOpensWhileTheTreeLoadsAndItsListensAreAnsweredFromTheFile() throws {
+        try withHeldLoad { server, gate in
+            // The start request starts the load and is answered, with the handshake, before the tree is loaded.
+            let client = try LongPollTestClient(port: server.port, namespace: Self.ns)
+            #expect(gate.waitUntilHeld())
+            #expect(client.waitFor { $0["t"] == "c" && $0["d"]?["t"] == "h" } != nil)
+            client.startPolling()
+            #expect(try connections(server, "long_poll") == 1)
+            let auth = try client.request("auth", ["cred": .string(try token(server, uid: "ada"))])
+            let own = try client.request("q", ["p": "/users/ada", "h": ""])
+            let other = try client.request("q", ["p": "/users/bob", "h": ""])  // refused: nothing early
+            let ownValue = try #require(client.push("d", path: "/users/ada"))
+            #expect(ownValue["d"]?["b"]?["d"] == ["name": "Ada", "age": 36])
+            #expect(client.waitFor(timeout: 0.3) { $0["d"]?["r"] != nil || $0["d"]?["b"]?["p"] == "/users/bob" } == nil)
+            #expect(try earlyReads(server) == 1)
+
+            gate.release()
+            #expect(client.reply(auth)?["d"]?["b"]?["s"] == "ok")
+            #expect(client.reply(own)?["d"]?["b"]?["s"] == "ok")
+            #expect(client.reply(other)?["d"]?["b"]?["s"] == "permission_denied")
+            // The value sent early is not sent again; later changes arrive as updates on the same session.
+            let admin = [("Authorization", "Bearer \(server.admin)")]
+            #expect(try server.client().json("PUT", "/users/ada/age.json?ns=\(Self.ns)", "37", headers: admin).status == 200)
+            #expect(client.push("d", path: "/users/ada/age")?["d"]?["b"]?["d"] == 37)
+            #expect(!client.messages.contains { $0["d"]?["b"]?["p"] == "/users/ada" })
+            #expect(try connections(server, "long_poll") == 1)
+            #expect(try earlyReads(server) == 1)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLongPollSessionWhoseLoadTimesOutIsClosed() throws {
+        try withHeldLoad(timeoutMilliseconds: 300) { server, gate in
+            let client = try LongPollTestClient(port: server.port, namespace: Self.ns)
+            #expect(gate.waitUntilHeld())
+            client.startPolling()
+            try client.request("auth", ["cred": .string(server.admin)])
+            try client.request("q", ["p": "/motto", "h": ""])
+            #expect(client.push("d", path: "/motto")?["d"]?["b"]?["d"] == "hi")
+            // The held poll is answered with the close command, and the session is gone.
+            let deadline = Date().addingTimeInterval(5)
+            while client.closeCommands == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(client.closeCommands == 1)
+            #expect(try connections(server, "long_poll") == 0)
+        }
+    }
+
+    private func connections(_ server: InProcessServer, _ transport: String) throws -> Int? {
+        let text = try server.client().request("GET", "/.canopy/metrics", headers: [
+            ("Authorization", "Bearer \(server.admin)")
+        ]).text
+        let prefix = "canopy_connections{transport=\"\(transport)\"} "
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
+    }
 }

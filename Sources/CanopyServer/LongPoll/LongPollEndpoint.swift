@@ -83,12 +83,7 @@ final class LongPollEndpoint {
     private func start(_ request: HTTPRequest, callbackID: String?, _ responder: HTTPResponder)
         throws(LongPollError)
     {
-        let address = Self.addressKey(request.remoteAddress)
-        guard sessionsByAddress[address, default: 0] < limits.maxSessionsPerAddress else {
-            logger.debug("lp.address_limit", ["address": address])
-            throw .tooManySessionsFromAddress
-        }
-        guard connections.count < limits.maxSessions else { throw .tooManySessions }
+        let address = try admit(request)
         let context = hub.context
         var params: [String: String] = [:]
         for item in request.query where params[item.name] == nil { params[item.name] = item.value }
@@ -100,29 +95,99 @@ final class LongPollEndpoint {
             responder.respond(LongPollConnection.response(Self.comment(error.userMessage), status: error.status))
             return
         }
-        var id = Self.randomToken()
-        while connections[id] != nil { id = Self.randomToken() }
-        let connection = LongPollConnection(
-            id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespace.name,
-            address: address, loop: hub.loop, limits: limits)
+        let connection = makeConnection(callbackID: callbackID, namespaceName: namespace.name, address: address)
         let session = WireSession(hub: hub, namespace: namespace, socket: connection)
-        connection.session = session
+        link(connection, to: session)
         hub.sessionOpened(session)
         session.start(
             host: request.header("host") ?? "\(context.configuration.host):\(context.configuration.port)")
-        let handshakeID = session.handshakeID
+        register(connection, handshakeID: session.handshakeID, responder)
+    }
+
+    /// The callback id of a `start` request (nil inside when it sent none); nil when `request` is no valid start.
+    func startRequest(_ request: HTTPRequest) -> String?? {
+        guard case .start(let callbackID)? = try? LongPollRequest.parse(request.query, limits: limits) else {
+            return nil
+        }
+        return .some(callbackID)
+    }
+
+    /// Opens a session of namespace `name` while it loads (`RealtimeHub.openEarly`): its handshake is answered at
+    /// once and its listens from the file (`WireEarlySession`); a `WireSession` takes it over once the tree is
+    /// loaded. Returned started; nil when a limit refused the request (answered here).
+    func startEarly(
+        _ request: HTTPRequest, callbackID: String?, name: String, host: String, _ responder: HTTPResponder
+    ) -> WireEarlySession? {
+        let address: String
+        do {
+            address = try admit(request)
+        } catch {
+            respond(error, responder)
+            return nil
+        }
+        let connection = makeConnection(callbackID: callbackID, namespaceName: name, address: address)
+        let early = WireEarlySession(hub: hub, name: name, socket: connection, host: host)
+        early.onTakeover = { [weak self, weak connection] session in
+            guard let self, let connection else { return }
+            self.link(connection, to: session)
+        }
+        early.start()  // queues the handshake, which the start answer carries
+        register(connection, handshakeID: early.handshakeID, responder)
+        return early
+    }
+
+    /// Answers a poll, the disconnect frame or a disconnect of a live session without waiting for its namespace
+    /// (a session opened while it loads is polled meanwhile); false for any other request.
+    func answersWithoutLoad(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
+        let credentials: LongPollCredentials
+        switch try? LongPollRequest.parse(request.query, limits: limits) {
+        case .poll(let named, _)?, .disconnectFrame(let named)?, .disconnect(let named)?: credentials = named
+        default: return false
+        }
+        guard let connection = connections[credentials.id], !connection.isClosed, connection.session == nil else {
+            return false
+        }
+        handle(request, responder)
+        return true
+    }
+
+    /// Checks the session limits for a new session from `request`'s address, which it returns.
+    private func admit(_ request: HTTPRequest) throws(LongPollError) -> String {
+        let address = Self.addressKey(request.remoteAddress)
+        guard sessionsByAddress[address, default: 0] < limits.maxSessionsPerAddress else {
+            logger.debug("lp.address_limit", ["address": address])
+            throw .tooManySessionsFromAddress
+        }
+        guard connections.count < limits.maxSessions else { throw .tooManySessions }
+        return address
+    }
+
+    private func makeConnection(callbackID: String?, namespaceName: String, address: String) -> LongPollConnection {
+        var id = Self.randomToken()
+        while connections[id] != nil { id = Self.randomToken() }
+        return LongPollConnection(
+            id: id, password: Self.randomToken(), callbackID: callbackID, namespaceName: namespaceName,
+            address: address, loop: hub.loop, limits: limits)
+    }
+
+    private func link(_ connection: LongPollConnection, to session: WireSession) {
+        connection.session = session
+        session.onEndTransmission = { [weak connection] in connection?.upgrade?.complete() }
+    }
+
+    /// Counts `connection` as live, names it by its handshake's `s`, and answers the start request.
+    private func register(_ connection: LongPollConnection, handshakeID: String, _ responder: HTTPResponder) {
         connection.onFinished = { [weak self] finished in
             guard let self, self.connections[finished.id] === finished else { return }
             self.connections[finished.id] = nil
             self.connectionsByHandshake[handshakeID] = nil
             self.forget(finished)
         }
-        session.onEndTransmission = { [weak connection] in connection?.upgrade?.complete() }
-        connections[id] = connection
+        connections[connection.id] = connection
         connectionsByHandshake[handshakeID] = connection
-        sessionsByAddress[address, default: 0] += 1
+        sessionsByAddress[connection.address, default: 0] += 1
         responder.respond(LongPollConnection.response(connection.startResponseBody()))
-        logger.debug("lp.started", ["id": id, "ns": namespace.name])
+        logger.debug("lp.started", ["id": connection.id, "ns": connection.namespaceName])
         scheduleSweep()
     }
 

@@ -94,24 +94,50 @@ final class RealtimeHub: RealtimeService {
         session.start(host: host)
     }
 
-    /// Opens a WebSocket at once when its namespace is loading (`WireEarlySession`); false (nothing done) for
-    /// every other request, which waits for the load as before: long polling, an upgrade from it, cluster mode.
+    /// Opens a WebSocket or a long-poll session at once when its namespace is loading (`WireEarlySession`), and
+    /// answers a poll of a long-poll session so opened; false (nothing done) for every other request, which waits
+    /// for the load as before: an upgrade from long polling, cluster mode.
     func openEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
         let registry = context.registry
-        guard request.path == "/.ws", request.header("upgrade")?.lowercased() == "websocket", registry.cluster == nil
-        else { return false }
+        guard registry.cluster == nil else { return false }
+        let longPolling = request.path == "/.lp"
+        if longPolling, longPoll.answersWithoutLoad(request, responder) { return true }
         var params: [String: String] = [:]
+        if longPolling {
+            // Long polling reads its parameters first-wins (`LongPollEndpoint.start`), WebSockets last-wins.
+            guard let callbackID = longPoll.startRequest(request) else { return false }
+            for item in request.query where params[item.name] == nil { params[item.name] = item.value }
+            return openEarly(request, responder, params: params) { [weak self] name, host in
+                self?.longPoll.startEarly(request, callbackID: callbackID, name: name, host: host, responder)
+            }
+        }
+        guard request.path == "/.ws", request.header("upgrade")?.lowercased() == "websocket" else { return false }
         for item in request.query { params[item.name] = item.value }
-        guard params[Wire.Handshake.session]?.isEmpty ?? true, let name = try? context.namespaceName(request, params: params),
-            DataDirectory.isValidNamespace(name), registry.mustWait(for: name), registry.closing[name] == nil,
-            registry.open[name] == nil
+        guard params[Wire.Handshake.session]?.isEmpty ?? true else { return false }
+        return openEarly(request, responder, params: params) { [weak self] name, host in
+            guard let self, let socket = responder.upgradeToWebSocket(request) else { return nil }
+            let early = WireEarlySession(hub: self, name: name, socket: socket, host: host)
+            early.start()
+            return early
+        }
+    }
+
+    /// Keeps the early session `make` creates and starts for `name` (nil: it answered the request itself) once the
+    /// load has opened the store, if the namespace is loading; false when it is not.
+    private func openEarly(
+        _ request: HTTPRequest, _ responder: HTTPResponder, params: [String: String],
+        make: @escaping (_ name: String, _ host: String) -> WireEarlySession?
+    ) -> Bool {
+        let registry = context.registry
+        guard let name = try? context.namespaceName(request, params: params), DataDirectory.isValidNamespace(name),
+            registry.mustWait(for: name), registry.closing[name] == nil, registry.open[name] == nil
         else { return false }
-        // The upgrade waits until the load has opened the store, so a namespace that cannot be opened (a lost
-        // WAL, a damaged file) is still refused with 503 and its reason, before any WebSocket exists.
+        // The session opens only once the load has opened the store, so a namespace that cannot be opened (a lost
+        // WAL, a damaged file) is still refused with 503 and its reason, before any session exists.
         let upgraded = EarlyUpgrade()
         registry.whenOpen(name, create: false) { [weak self] result in
             if let early = upgraded.session { return early.opened(result) }
-            // Not upgraded (the load ended before the store was reported open, or failed): as
+            // No early session (the load ended before the store was reported open, or failed): as
             // `ServerContext.whenNamespaceReady` goes on.
             guard let self, !responder.hasAnswered else { return }
             switch result {
@@ -120,14 +146,11 @@ final class RealtimeHub: RealtimeService {
             }
         }
         registry.whenStoreOpened(name) { [weak self] opened in
-            guard let self, opened, !responder.hasAnswered, registry.open[name] == nil,
-                let socket = responder.upgradeToWebSocket(request)
-            else { return }
+            guard let self, opened, !responder.hasAnswered, registry.open[name] == nil else { return }
             let host = request.header("host") ?? "\(self.context.configuration.host):\(self.context.configuration.port)"
-            let early = WireEarlySession(hub: self, name: name, socket: socket, host: host)
+            guard let early = make(name, host) else { return }
             upgraded.session = early
             self.earlySessions[ObjectIdentifier(early)] = early
-            early.start()
         }
         return true
     }
@@ -528,7 +551,9 @@ extension RealtimeHub {
         for session in sessions.values {
             if session.isWebSocket { gauges.webSocketSessions += 1 } else { gauges.longPollSessions += 1 }
         }
-        gauges.webSocketSessions += earlySessions.count
+        for early in earlySessions.values {
+            if early.socket is WebSocketConnection { gauges.webSocketSessions += 1 } else { gauges.longPollSessions += 1 }
+        }
         for group in groupsByKey.values {
             gauges.eventStreams += group.sse.count
             gauges.wireListens += group.wire.count
@@ -537,7 +562,7 @@ extension RealtimeHub {
     }
 }
 
-/// The session a WebSocket upgrade made while its namespace loads, once it is made (`RealtimeHub.openEarly`).
+/// The session opened while its namespace loads, once it is made (`RealtimeHub.openEarly`).
 private final class EarlyUpgrade {
     weak var session: WireEarlySession?
 }

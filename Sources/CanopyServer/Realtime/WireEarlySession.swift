@@ -1,5 +1,5 @@
-// WireEarlySession -- a WebSocket opened while its namespace loads: the handshake goes out at once, and the
-// listens it asks for are answered from the file.
+// WireEarlySession -- a WebSocket or long-poll session opened while its namespace loads: the handshake goes out at
+// once, and the listens it asks for are answered from the file.
 //
 // A large namespace takes seconds to load (Architecture.md#Loading-a-namespace), and after a restart every
 // attendee's app reconnects at once. Rather than hold the upgrade until the tree is in memory, the daemon
@@ -15,11 +15,14 @@
 import CanopyCore
 import CanopyNet
 
-/// A WebSocket whose namespace is loading. Loop-confined.
+/// A WebSocket or long-poll session whose namespace is loading. Loop-confined.
 final class WireEarlySession {
     unowned let hub: RealtimeHub
     let name: String
-    let socket: WebSocketConnection
+    let socket: any WireTransport
+    /// Called with the session that takes the transport over, before it handles the kept frames (the long-poll
+    /// endpoint links its connection to it).
+    var onTakeover: ((WireSession) -> Void)?
     let host: String
     let handshakeID: String
     /// Frames received, in order, for the session that takes over.
@@ -47,7 +50,7 @@ final class WireEarlySession {
         Wire.Action.appCheckRemovedJS, Wire.Action.appCheckRemoved, Wire.Action.listen, Wire.Action.legacyListen,
     ]
 
-    init(hub: RealtimeHub, name: String, socket: WebSocketConnection, host: String) {
+    init(hub: RealtimeHub, name: String, socket: any WireTransport, host: String) {
         self.hub = hub
         self.name = name
         self.socket = socket
@@ -59,7 +62,9 @@ final class WireEarlySession {
     func start() {
         socket.onText = { [weak self] text in self?.received(text) }
         socket.onClose = { [weak self] in self?.finish() }
-        socket.onBinary = { [weak self] _ in self?.end(code: 1003, reason: "binary messages are not supported") }
+        (socket as? WebSocketConnection)?.onBinary = { [weak self] _ in
+            self?.end(code: 1003, reason: "binary messages are not supported")
+        }
         let now = hub.context.configuration.clock.nowMilliseconds()
         send(WireSession.handshake(now: now, host: host, id: handshakeID))
     }
@@ -152,6 +157,8 @@ final class WireEarlySession {
         }
         let session = WireSession(hub: hub, namespace: namespace, socket: socket)
         hub.sessionOpened(session)
+        onTakeover?(session)
+        onTakeover = nil
         session.resume(host: host, handshakeID: handshakeID, messages: frames, sentWhileLoading: sent)
     }
 
@@ -171,7 +178,7 @@ final class WireEarlySession {
         isDone = true
         socket.onText = nil
         socket.onClose = nil
-        socket.onBinary = nil
+        (socket as? WebSocketConnection)?.onBinary = nil
         hub.earlySessionEnded(self)
     }
 
