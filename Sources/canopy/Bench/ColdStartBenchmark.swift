@@ -9,7 +9,9 @@
 //   2. the first GET of the root with `shallow=true`,
 //   3. the first listen of that small path over a WebSocket (the wire protocol: connect, `gauth`, `q`, until the
 //      value's `d` arrives),
-//   4. the first write (a PUT of one field), which needs A's whole tree.
+//   4. the same listen over long polling (`/.lp`: the start request, then one poll carrying `auth` and `q`, until
+//      an answer holds the value's `d`),
+//   5. the first write (a PUT of one field), which needs A's whole tree.
 // After each, a second request to A waits until its tree is loaded and the daemon's resident memory (VmRSS) is
 // read; its growth since before the first request is what the loaded tree costs, compared with the size of A's
 // file. During the first restart a client reads B every millisecond (as `bench isolation`): B's p50/p99/max show
@@ -61,6 +63,7 @@ struct ColdStartBenchmark {
             ("first GET of a small path", "GET", small, nil),
             ("first GET /?shallow=true", "GET", "/.json?shallow=true", nil),
             ("first listen (WebSocket)", "LISTEN", String(small.dropLast(".json".count)), nil),
+            ("first listen (long polling)", "LONGPOLL", String(small.dropLast(".json".count)), nil),
             ("first PUT of a small path", "PUT", small + "?print=silent", #""changed""#),
         ]
         for (index, item) in cases.enumerated() {
@@ -77,6 +80,9 @@ struct ColdStartBenchmark {
             let answerBytes: Int
             if item.method == "LISTEN" {
                 answerBytes = try Self.firstListen(port: server.port, credential: server.adminCredential, path: item.target)
+            } else if item.method == "LONGPOLL" {
+                answerBytes = try Self.firstLongPollListen(
+                    port: server.port, credential: server.adminCredential, path: item.target)
             } else {
                 let response = try client.request(
                     item.method, item.target + (item.target.contains("?") ? "&" : "?") + "ns=a", headers: headers,
@@ -110,6 +116,39 @@ struct ColdStartBenchmark {
                         phaseMilliseconds: PublishBenchmark.milliseconds(loadedEnd - start)))
             }
         }
+    }
+
+    /// Opens a long-poll session of namespace A and sends `auth` and a listen at `path` in its first poll, as the
+    /// SDK's script tags do (web-safe base64 segments); polls until an answer holds the listen's value. Returns
+    /// the bytes of the answers.
+    static func firstLongPollListen(port: Int, credential: String, path: String) throws -> Int {
+        let http = HTTPClient(host: "127.0.0.1", port: port, timeoutSeconds: 300)
+        defer { http.close() }
+        let started = try http.request("GET", "/.lp?start=t&ser=1&cb=1&v=5&ns=a")
+        let pieces = started.text.components(separatedBy: #""start",""#).last?.split(separator: "\"") ?? []
+        guard started.status == 200, pieces.count >= 3 else {
+            throw CommandFailure("long-poll start failed (\(started.status)): \(started.text.prefix(200))")
+        }
+        let session = "id=\(pieces[0])&pw=\(pieces[2])&ns=a"
+        let messages: [JSONValue] = [
+            ["t": "d", "d": ["r": 1, "a": "auth", "b": ["cred": .string(credential)]]],
+            ["t": "d", "d": ["r": 2, "a": "q", "b": ["p": .string(path), "h": ""]]],
+        ]
+        var segments = ""
+        for (index, message) in messages.enumerated() {
+            let data = Base64.encode(Array(message.serialized().utf8), url: true, padding: false)
+            segments += "&seg\(index)=\(index)&ts\(index)=1&d\(index)=\(data)"
+        }
+        var bytes = started.body.count
+        var target = "/.lp?\(session)&ser=2" + segments
+        for serial in 3..<1_000 {
+            let answer = try http.request("GET", target)
+            guard answer.status == 200 else { throw CommandFailure("long poll failed (\(answer.status))") }
+            bytes += answer.body.count
+            if answer.text.contains(#""a":"d""#) && answer.text.contains(path) { return bytes }
+            target = "/.lp?\(session)&ser=\(serial)"
+        }
+        throw CommandFailure("long poll: no value after 1,000 polls")
     }
 
     /// Connects a WebSocket to namespace A, authenticates and listens at `path`; returns once the listen's value

@@ -48,8 +48,8 @@ struct BenchCommand: Command {
         canopy bench coldstart [--objects <n>] [--fields <n>] [--value-bytes <n>] [--server <canopy binary>]
           Fills namespace A with <n> objects (default 200000 of 12 fields, about 200 MB stored), restarts the
           daemon before each request, and times A's first GET of a small path, first GET of the root with
-          shallow=true and first PUT, until A is fully loaded, its resident memory against its file's size, and
-          p50/p99/max of namespace B's reads meanwhile.
+          shallow=true, first listen over a WebSocket and over long polling, and first PUT, until A is fully
+          loaded, its resident memory against its file's size, and p50/p99/max of namespace B's reads meanwhile.
         canopy bench namespaces [--count <n>] [--nodes <n>] [--idle <seconds>] [--server <canopy binary>]
                                 [--serve-option <option>]...
           Creates <n> namespaces of about <nodes> nodes each, leaves them idle, and reports the daemon's
