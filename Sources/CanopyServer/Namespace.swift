@@ -546,12 +546,16 @@ public final class Namespace {
         let builder = NodeBuilder(sealsCompletedSubtrees: true)
         var rows = 0
         // A priority row keeps its priority in `priority` (its `value` is null): `entry.record` reads it from there.
-        try store.loadAll { entry in
+        try store.loadAll(readingAhead: store.fileBytes >= readAheadBytes) { entry in
             rows += 1
             try builder.add(entry.record)
         }
         return (builder.finish(), rows * bytesPerRow)
     }
+
+    /// Files from this size on are read on a thread of their own while the tree is built
+    /// (`NamespaceStore.loadAll(readingAhead:_:)`): a 100 MB namespace loaded in 1.96 s, 1.41 s so.
+    static let readAheadBytes = 8 << 20
 
     /// The memory estimate of one stored row (a leaf with its key and path): measured as RSS growth per row when
     /// loading trees of small leaves.

@@ -259,4 +259,63 @@ import Testing
         #expect(order.withLock { $0 } == Array(0..<count))
         #expect(try rows(of: store).count == (0..<count).filter { $0 % 7 != 3 }.count)
     }
+
+    @Test func readingAheadGivesTheSameRowsInTheSameOrder() throws {
+        let store = try open()
+        // More than two chunks, with priorities and nested paths.
+        var mutations: [StoreMutation] = []
+        for i in 0..<(NamespaceStore.rowsPerChunk * 2 + 777) {
+            mutations.append(leaf("items/k\(i)/n", .int(Int64(i)), priority: i % 5 == 0 ? .int(Int64(i)) : nil))
+            if i % 100 == 0 { mutations.append(.putPriority(path: ["items", "k\(i)"], priority: .string("p\(i)"))) }
+        }
+        try commit(store, mutations)
+        func dump(readingAhead: Bool) throws -> [String] {
+            var dumped: [String] = []
+            try store.loadAll(readingAhead: readingAhead) { entry in
+                dumped.append(entry.path.joined(separator: "/") + "=" + text(entry.value) + "^" + text(entry.priority))
+            }
+            return dumped
+        }
+        let sequential = try dump(readingAhead: false)
+        #expect(sequential.count == mutations.count)
+        #expect(try dump(readingAhead: true) == sequential)
+    }
+
+    @Test func aLoadThatStopsStopsItsReaderAndRethrows() throws {
+        struct Stop: Error {}
+        let store = try open()
+        try commit(store, (0..<(NamespaceStore.rowsPerChunk * 8)).map { leaf("k\($0)", .int(Int64($0))) })
+        var seen = 0
+        #expect(throws: Stop.self) {
+            try store.loadAll(readingAhead: true) { _ in
+                seen += 1
+                if seen == NamespaceStore.rowsPerChunk + 1 { throw Stop() }
+            }
+        }
+        #expect(seen == NamespaceStore.rowsPerChunk + 1)
+        // The reader's read transaction ended with the call: a write and a whole load go on as usual.
+        try commit(store, [leaf("after", .bool(true))])
+        var count = 0
+        try store.loadAll(readingAhead: true) { _ in count += 1 }
+        #expect(count == NamespaceStore.rowsPerChunk * 8 + 1)
+    }
+
+    @Test func aDamagedRowStopsAReadAheadLoadAfterTheRowsBeforeIt() throws {
+        let path = directory.file()
+        let count = NamespaceStore.rowsPerChunk * 3
+        do {
+            let store = try NamespaceStore(path: path)
+            try commit(store, (0..<count).map { leaf(String(format: "k%06d", $0), .int(Int64($0))) })
+            store.flushAndClose()
+        }
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("UPDATE nodes SET value = '{bad' WHERE key = 'k005000'")
+        try connection.close()
+        let store = try NamespaceStore(path: path)
+        var seen = 0
+        #expect {
+            try store.loadAll(readingAhead: true) { _ in seen += 1 }
+        } throws: { ($0 as? StoreError)?.kind == .corrupt }
+        #expect(seen == 5000)
+    }
 }
