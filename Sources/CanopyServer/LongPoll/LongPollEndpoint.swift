@@ -104,14 +104,6 @@ final class LongPollEndpoint {
         register(connection, handshakeID: session.handshakeID, responder)
     }
 
-    /// The callback id of a `start` request (nil inside when it sent none); nil when `request` is no valid start.
-    func startRequest(_ request: HTTPRequest) -> String?? {
-        guard case .start(let callbackID)? = try? LongPollRequest.parse(request.query, limits: limits) else {
-            return nil
-        }
-        return .some(callbackID)
-    }
-
     /// Opens a session of namespace `name` while it loads (`RealtimeHub.openEarly`): its handshake is answered at
     /// once and its listens from the file (`WireEarlySession`); a `WireSession` takes it over once the tree is
     /// loaded. Returned started; nil when a limit refused the request (answered here).
@@ -136,13 +128,13 @@ final class LongPollEndpoint {
         return early
     }
 
-    /// Answers a poll, the disconnect frame or a disconnect of a live session without waiting for its namespace
-    /// (a session opened while it loads is polled meanwhile); false for any other request.
-    func answersWithoutLoad(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
+    /// Answers a poll, the disconnect frame or a disconnect (`parsed` from `request`) of a session opened while its
+    /// namespace loads, without waiting for the load; false for any other request.
+    func answersWithoutLoad(_ parsed: LongPollRequest, _ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
         let credentials: LongPollCredentials
-        switch try? LongPollRequest.parse(request.query, limits: limits) {
-        case .poll(let named, _)?, .disconnectFrame(let named)?, .disconnect(let named)?: credentials = named
-        default: return false
+        switch parsed {
+        case .poll(let named, _), .disconnectFrame(let named), .disconnect(let named): credentials = named
+        case .start: return false
         }
         guard let connection = connections[credentials.id], !connection.isClosed, connection.session == nil else {
             return false

@@ -100,12 +100,12 @@ final class RealtimeHub: RealtimeService {
     func openEarly(_ request: HTTPRequest, _ responder: HTTPResponder) -> Bool {
         let registry = context.registry
         guard registry.cluster == nil else { return false }
-        let longPolling = request.path == "/.lp"
-        if longPolling, longPoll.answersWithoutLoad(request, responder) { return true }
         var params: [String: String] = [:]
-        if longPolling {
+        if request.path == "/.lp" {
+            guard let parsed = try? LongPollRequest.parse(request.query, limits: longPoll.limits) else { return false }
+            if longPoll.answersWithoutLoad(parsed, request, responder) { return true }
+            guard case .start(let callbackID) = parsed else { return false }
             // Long polling reads its parameters first-wins (`LongPollEndpoint.start`), WebSockets last-wins.
-            guard let callbackID = longPoll.startRequest(request) else { return false }
             for item in request.query where params[item.name] == nil { params[item.name] = item.value }
             return openEarly(request, responder, params: params) { [weak self] name, host in
                 self?.longPoll.startEarly(request, callbackID: callbackID, name: name, host: host, responder)
