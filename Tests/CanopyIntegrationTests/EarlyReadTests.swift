@@ -82,11 +82,20 @@ private final class PendingRequest: Sendable {
     }
 
     private func earlyReads(_ server: InProcessServer) throws -> Int? {
+        try metric(server, "canopy_early_reads_total")
+    }
+
+    private func connections(_ server: InProcessServer, _ transport: String) throws -> Int? {
+        try metric(server, "canopy_connections{transport=\"\(transport)\"}")
+    }
+
+    /// The value of the metrics sample named `sample` (with its labels).
+    private func metric(_ server: InProcessServer, _ sample: String) throws -> Int? {
         let text = try server.client().request("GET", "/.canopy/metrics", headers: [
             ("Authorization", "Bearer \(server.admin)")
         ]).text
-        return text.split(separator: "\n").first { $0.hasPrefix("canopy_early_reads_total ") }
-            .flatMap { Int($0.split(separator: " ")[1]) }
+        return text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+            .flatMap { Int($0.dropFirst(sample.count + 1)) }
     }
 
     /// Runs `body` with a daemon on the prepared directory whose loads are held once their store is open, and
@@ -339,13 +348,5 @@ private final class PendingRequest: Sendable {
             #expect(client.closeCommands == 1)
             #expect(try connections(server, "long_poll") == 0)
         }
-    }
-
-    private func connections(_ server: InProcessServer, _ transport: String) throws -> Int? {
-        let text = try server.client().request("GET", "/.canopy/metrics", headers: [
-            ("Authorization", "Bearer \(server.admin)")
-        ]).text
-        let prefix = "canopy_connections{transport=\"\(transport)\"} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
     }
 }
