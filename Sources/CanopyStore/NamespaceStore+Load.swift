@@ -39,8 +39,8 @@ extension NamespaceStore {
         guard readingAhead else { return try loadAll(body) }
         let channel = RowChannel(chunksAhead: 4)
         let reader = Thread { [self] in
-            // SCHED_IDLE: reading ahead runs only on a core nothing else wants, so a load does not delay the event
-            // loop's answers for other namespaces (at nice 10 their p99 went from 0.3 to 3 ms while 200 MB loaded).
+            // SCHED_IDLE: reading ahead takes a core only when no other thread wants it (the event loop preempts it
+            // at once). Other namespaces' reads still slow during a large load (Architecture.md#Loading-a-namespace).
             var parameters = sched_param()
             _ = sched_setscheduler(0, Self.idleScheduling, &parameters)
             var chunk: [StoredEntry] = []
@@ -118,7 +118,6 @@ extension NamespaceStore {
 private final class RowChannel: @unchecked Sendable {  // safe: every field is guarded by `condition`
     private let condition = NSCondition()
     private var chunks: [[StoredEntry]] = []
-    private var head = 0
     private let chunksAhead: Int
     /// Set once the reader is done: nil inside for the end of the rows, or the error that stopped it.
     private var ended: (any Error)??
@@ -130,7 +129,7 @@ private final class RowChannel: @unchecked Sendable {  // safe: every field is g
     func put(_ chunk: [StoredEntry]) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while chunks.count - head >= chunksAhead && !cancelled { condition.wait() }
+        while chunks.count >= chunksAhead && !cancelled { condition.wait() }
         guard !cancelled else { return false }
         chunks.append(chunk)
         condition.broadcast()
@@ -149,17 +148,10 @@ private final class RowChannel: @unchecked Sendable {  // safe: every field is g
     func take() throws -> [StoredEntry]? {
         condition.lock()
         defer { condition.unlock() }
-        while head == chunks.count && ended == nil { condition.wait() }
-        if head < chunks.count {
-            let chunk = chunks[head]
-            chunks[head] = []
-            head += 1
-            if head == chunks.count {
-                chunks.removeAll(keepingCapacity: true)
-                head = 0
-            }
+        while chunks.isEmpty && ended == nil { condition.wait() }
+        if !chunks.isEmpty {
             condition.broadcast()
-            return chunk
+            return chunks.removeFirst()  // at most `chunksAhead` wait
         }
         if case .some(.some(let error)) = ended { throw error }
         return nil
