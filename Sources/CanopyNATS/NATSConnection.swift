@@ -168,7 +168,8 @@ public final class NATSConnection: @unchecked Sendable {
         let subscription = NATSSubscription(
             connection: self, sid: sid, subject: subject, queue: queue, handler: handler,
             capacity: buffered ? options.maxPendingMessages : 0)
-        try write(bytes) { subscriptions[sid] = subscription }
+        // Registered before the send: a connection that breaks under it renews the subscription on reconnect.
+        try write(bytes, renewedOnReconnect: true) { subscriptions[sid] = subscription }
         return subscription
     }
 
@@ -240,8 +241,9 @@ public final class NATSConnection: @unchecked Sendable {
     // MARK: Writing
 
     /// Waits until connected (at most `reconnectTimeout`), runs `register` under the lock (so a reply or PONG
-    /// cannot arrive before its waiter is known), then writes `bytes`.
-    func write(_ bytes: [UInt8], register: () -> Void = {}) throws(NATSError) {
+    /// cannot arrive before its waiter is known), then writes `bytes`. A send that fails throws `notConnected`,
+    /// unless what `register` recorded is `renewedOnReconnect` (a subscription), which the reconnect sends again.
+    func write(_ bytes: [UInt8], renewedOnReconnect: Bool = false, register: () -> Void = {}) throws(NATSError) {
         let socket: NATSSocket = try lock.locked { () throws(NATSError) -> NATSSocket in
             let deadline = Date().addingTimeInterval(options.reconnectTimeout.seconds)
             while status == .reconnecting {
@@ -259,6 +261,7 @@ public final class NATSConnection: @unchecked Sendable {
         let sent = writeLock.locked { socket.sendAll(bytes) }
         if !sent {
             socket.shutdown()  // the reader sees the end of the stream and reconnects
+            if renewedOnReconnect { return }
             throw .notConnected
         }
     }
