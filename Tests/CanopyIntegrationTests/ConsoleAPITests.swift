@@ -276,8 +276,19 @@ import Testing
             let times = entries.compactMap { $0["publishedAt"]?.int64Value }
             #expect(times == times.sorted(by: >))
 
-            // Back to the oldest one kept: still 20 entries, the rollback first.
+            // Each entry's snapshot, put together from the versions it names: the oldest kept has n0 to n2.
             let oldest = try #require(entries.last?["id"]?.stringValue)
+            r = try demo.call("GET", "/.canopy/history?ns=\(ns)&id=\(oldest)")
+            #expect(r.status == 200)
+            #expect(r.json?["id"] == .string(oldest))
+            #expect(r.json?["content"]?["n2"]?["text"] == "n2")
+            #expect(r.json?["content"]?["n3"] == nil)
+            #expect(r.json?["content"]?.members?.count == 12)
+            r = try demo.call("GET", "/.canopy/history?ns=\(ns)&id=nope")
+            #expect(r.status == 404)
+            #expect(r.json?["error"]?.stringValue?.contains("nope") == true)
+
+            // Back to the oldest one kept: still 20 entries, the rollback first.
             #expect(try demo.call("POST", "/.canopy/rollback?ns=\(ns)&to=\(oldest)").status == 200)
             r = try demo.call("GET", "/.canopy/history?ns=\(ns)")
             entries = r.json?["entries"]?.arrayValue ?? []

@@ -237,6 +237,9 @@ def test_rollback_to_an_earlier_publish(daemon, browser_factory):
     a = browser_factory("rollback").sign_in()
     status, _ = daemon.json("POST", f"/.canopy/publish?ns={NS}")
     assert status == 200
+    status, published = daemon.json("GET", f"/private/admin/content.json?ns={NS}")
+    others = [item["title"] for item in (published or {}).values() if isinstance(item, dict) and item.get("title")]
+    assert others, "the earlier publish should have items with titles"
     key = create_item(a, "Temporary notice", text="Gone after the rollback.")
     a.click("#publish-all-top")
     confirm_dialog(a)
@@ -255,6 +258,8 @@ def test_rollback_to_an_earlier_publish(daemon, browser_factory):
     a.until(click_earlier_entry, "the earlier publish's rollback button could not be clicked")
     body = confirm_dialog(a)
     a.until(lambda: "Temporary notice" in body.text, "the rollback's dry-run does not show the item going")
+    # Only that item: the earlier publish's snapshot holds every other one.
+    assert not [title for title in others if title in body.text], body.text
     a.screenshot("09-rollback-dry-run")
     a.click("#dialog-ok")
     a.until(lambda: daemon.json("GET", f"/private/admin/content/{key}.json?ns={NS}")[1] is None, "not rolled back")

@@ -6,6 +6,8 @@
 //   PUT    /.canopy/directory?ns=E      store an attendees.json or CSV directory at private/admin/directory
 //   DELETE /.canopy/directory?ns=E      remove it
 //   GET    /.canopy/history?ns=E        the publish history, newest first (at most PublishHistory.limit)
+//   GET    /.canopy/history?ns=E&id=ID  {"id", "content"}: the snapshot entry ID names (what a rollback publishes), as a
+//                                       REST GET of `content` shows it
 //   POST   /.canopy/import-csv?ns=E&type=text|web|video&title=T[&order=N][&key=K][&check=true]
 //                                       one `<type>CSV` pendingContent item from a CSV of email/id + description/url
 //
@@ -104,8 +106,19 @@ extension RESTHandler {
         case ("DELETE", "directory"):
             write(.set(path: DirectoryDocument.path, data: .null), namespace, identity, now, responder) { ["ok": true] }
         case ("GET", "history"):
-            let history = PublishEngine.historyJSON(root: root)
-            namespace.whenDurable { _ in responder.respond(.json(200, history)) }
+            let answer: JSONValue
+            if let id = params["id"] {
+                let entry = root.node(at: PublishLayout.history).child(id)
+                guard entry.hasChild("publishedAt"), let snapshot = PublishHistory.snapshot(of: entry, root: root)
+                else {
+                    throw RESTError(
+                        404, "No usable publish history entry '\(id)' in '\(namespace.name)' (the last \(PublishHistory.limit) are kept).")
+                }
+                answer = .object([JSONMember("id", .string(id)), JSONMember("content", snapshot.json())])
+            } else {
+                answer = PublishEngine.historyJSON(root: root)
+            }
+            namespace.whenDurable { _ in responder.respond(.json(200, answer)) }
         case ("POST", "import-csv"):
             try importCSV(request, params: params, namespace: namespace, identity: identity, now: now, responder)
         default:

@@ -621,8 +621,9 @@ export async function revertAction(ctx) {
 
 export async function rollbackAction(ctx, entry) {
   try {
-    const snapshot = await ctx.api.get(API.dataPath("/private/admin/publishHistory/" + entry.id + "/content"));
-    const dry = localDryRun(ctx, ctx.content, snapshot.data);
+    // The entry names item versions: the daemon puts its snapshot together (entries hold no copy of the content).
+    const snapshot = await ctx.api.get("/.canopy/history", { params: { id: entry.id } });
+    const dry = localDryRun(ctx, ctx.content, snapshot.data && snapshot.data.content);
     const when = entry.publishedAt ? new Date(entry.publishedAt).toLocaleString() : entry.id;
     const body = el("div", {},
       el("p", { text: "The content of that publish (" + (entry.itemCount ?? "?") + " items) is published again and becomes the drafts too: unpublished edits are discarded." }),
