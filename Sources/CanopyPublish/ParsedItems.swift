@@ -20,6 +20,8 @@ public final class ParsedItems: Sendable {
     /// The last publish's fan-out and facts (see PublishMemo).
     private let memo = Mutex<PublishMemo?>(nil)
     private let incremental = Atomic<Int>(0)
+    /// The version keys of the history entries, by entry id (see `PublishHistory.appendWrites`).
+    private let history = Mutex<[String: HistoryNames]>([:])
 
     /// An empty cache.
     public init() {}
@@ -69,6 +71,16 @@ public final class ParsedItems: Sendable {
     /// Keeps `memo`, that of the publish just computed, for the next one.
     func keep(_ new: PublishMemo) {
         memo.withLock { $0 = new }
+    }
+
+    /// The version keys of history entries read by earlier publishes, by entry id.
+    func historyNames() -> [String: HistoryNames] {
+        history.withLock { $0 }
+    }
+
+    /// Keeps `names` (those of the history entries that stay) for the next publish.
+    func keepHistoryNames(_ names: [String: HistoryNames]) {
+        history.withLock { $0 = names }
     }
 
     /// How many publishes were computed from the memo rather than in full (tests).

@@ -117,7 +117,7 @@ public enum PublishEngine {
         childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
         out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))
         out += PublishHistory.appendWrites(
-            root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf)
+            root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf, cache: cache)
         cache?.keep(memo)
         return out
     }
