@@ -5,8 +5,9 @@
 // and its CSV rows' copies — instead of parsing and copying it again. An incremental publish (one item edited
 // among 1,000, one of them with 10,000 rows) then parses one item; and since the copies it places are the very
 // nodes the derived locations already hold, comparing a location with its new content is an identity check per
-// item. The cache holds the items of the last publish only (their nodes are in the tree anyway), and is owned by
-// the caller (the server keeps one per namespace), so the engine stays a pure function of its inputs.
+// item. The cache holds the items of the last publish only (their nodes are in the tree anyway), its memo, and the
+// version keys of the history entries it has read (PublishHistory.appendWrites); it is owned by the caller (the
+// server keeps one per namespace), so the engine stays a pure function of its inputs.
 
 import CanopyCore
 import Dispatch
