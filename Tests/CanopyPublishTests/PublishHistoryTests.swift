@@ -2,7 +2,7 @@
 // versions in one text; entries of the earlier layout still roll back; versions go with the last entry naming them.
 
 import CanopyCore
-import CanopyPublish
+@testable import CanopyPublish
 import Testing
 
 @Suite struct PublishHistoryTests {
@@ -129,5 +129,25 @@ import Testing
             expectVersionsMatchEntries(root, exactly: false, "step \(step)")
         }
         #expect(root.node(at: PublishLayout.history).childCount == PublishHistory.limit)
+    }
+
+    /// A record whose `versions` text would pass the string limit keeps one child per item under `items`, and is
+    /// read the same way.
+    @Test func aRecordTooLongForOneStringKeepsOneChildPerItem() throws {
+        let version = PublishHistory.versionKey(Node.literal(["order": 1]))
+        let key = String(repeating: "k", count: 200)
+        let versions = (0..<Node.maxStringBytes / 200).map { (key: "\(key)\($0)", version: version) }
+        let record = PublishHistory.record(
+            content: Node.literal(["a": 1]), versions: versions, now: 42, publisher: nil, rollbackOf: nil)
+        #expect(!record.hasChild("versions"))
+        #expect(record.child("items").childCount == versions.count)
+        let read = try #require(PublishHistory.itemVersions(of: record))
+        #expect(read.count == versions.count)
+        #expect(read.allSatisfy { $0.version == version })
+        // Under the limit: one string.
+        let short = PublishHistory.record(
+            content: Node.literal(["a": 1]), versions: Array(versions.prefix(1_000)), now: 42, publisher: nil,
+            rollbackOf: nil)
+        #expect(short.hasChild("versions") && !short.hasChild("items"))
     }
 }
