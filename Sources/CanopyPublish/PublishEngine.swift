@@ -77,10 +77,7 @@ public enum PublishEngine {
         root: Node, historyID: String, now: Int64, publisher: String?, cache: ParsedItems? = nil
     ) throws(PublishError) -> [(path: Path, node: Node)]
     {
-        let entry = root.node(at: PublishLayout.history).child(historyID)
-        guard entry.hasChildren, entry.hasChild("publishedAt"),
-            let snapshot = PublishHistory.snapshot(of: entry, root: root)
-        else {
+        guard let snapshot = PublishHistory.snapshot(id: historyID, root: root) else {
             throw PublishError(.unknownHistoryEntry, key: historyID)
         }
         var out = try writes(

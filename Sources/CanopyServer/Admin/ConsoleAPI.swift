@@ -108,9 +108,7 @@ extension RESTHandler {
         case ("GET", "history"):
             let answer: JSONValue
             if let id = params["id"] {
-                let entry = root.node(at: PublishLayout.history).child(id)
-                guard entry.hasChild("publishedAt"), let snapshot = PublishHistory.snapshot(of: entry, root: root)
-                else {
+                guard let snapshot = PublishHistory.snapshot(id: id, root: root) else {
                     throw RESTError(
                         404, "No usable publish history entry '\(id)' in '\(namespace.name)' (the last \(PublishHistory.limit) are kept).")
                 }
