@@ -51,11 +51,70 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             key = entry.key
             integer = entry.integer
         }
+
+        init(key: String) {
+            self.key = key
+            integer = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
+        }
+    }
+
+    /// A leaf of the tree: its entries, or, as a load builds a long list, its children packed (`PackedChildren`)
+    /// when one at least is a plain leaf. A change to a packed leaf unpacks that leaf alone.
+    enum Leaf: Sendable {
+        case entries([Entry])
+        case packed(PackedChildren)
+
+        /// The children of `piece` (sorted, at most `flatLimit`), packed when `PackedChildren` takes them.
+        init(packing piece: [Element]) {
+            if let packed = PackedChildren(sorted: piece, limit: NodeChildren.flatLimit) {
+                self = .packed(packed)
+            } else {
+                self = .entries(piece.map { Entry(key: $0.key, node: $0.node) })
+            }
+        }
+
+        var count: Int {
+            switch self {
+            case .entries(let list): list.count
+            case .packed(let packed): packed.count
+            }
+        }
+
+        /// The entries, made from the packed bytes when packed (a new node per packed leaf).
+        var entries: [Entry] {
+            switch self {
+            case .entries(let list): list
+            case .packed(let packed):
+                (0..<packed.count).map { Entry(key: packed.key(at: $0), node: packed.node(at: $0)) }
+            }
+        }
+
+        func entry(at position: Int) -> Entry {
+            switch self {
+            case .entries(let list): list[position]
+            case .packed(let packed):
+                Entry(key: packed.key(at: position), node: packed.node(at: position))
+            }
+        }
+
+        func key(at position: Int) -> String {
+            switch self {
+            case .entries(let list): list[position].key
+            case .packed(let packed): packed.key(at: position)
+            }
+        }
+
+        var firstKey: FirstKey {
+            switch self {
+            case .entries(let list): FirstKey(list[0])
+            case .packed(let packed): FirstKey(key: packed.key(at: 0))
+            }
+        }
     }
 
     /// The kids of a branch: all leaves (height 1) or all branches.
     enum Kids: Sendable {
-        case leaves([[Entry]])
+        case leaves([Leaf])
         case branches([Branch])
     }
 
@@ -77,9 +136,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
 
         /// A branch over `leaves` (non-empty, in order).
-        convenience init(leaves: [[Entry]]) {
+        convenience init(leaves: [Leaf]) {
             let (offsets, total) = Branch.offsets(of: leaves.map(\.count))
-            self.init(kids: .leaves(leaves), firsts: leaves.map { FirstKey($0[0]) }, offsets: offsets, count: total)
+            self.init(kids: .leaves(leaves), firsts: leaves.map(\.firstKey), offsets: offsets, count: total)
         }
 
         /// A branch over `branches` (non-empty, in order).
@@ -152,9 +211,12 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     }
 
     /// Wraps children that are already sorted by `compareKeys`, distinct and non-empty (not checked), packed
-    /// (`PackedChildren`) when they are 1 to `flatLimit` and one at least is a leaf without a priority.
+    /// (`PackedChildren`) when they are 1 to `flatLimit` and one at least is a leaf without a priority. A longer
+    /// list is a tree whose leaves are packed likewise, each on its own.
     init(packing list: [Element]) {
-        if let packed = PackedChildren(sorted: list, limit: NodeChildren.flatLimit) {
+        if list.count > NodeChildren.flatLimit {
+            self.init(leaves: NodeChildren.evenPieces(of: list[...], limit: NodeChildren.flatLimit).map(Leaf.init))
+        } else if let packed = PackedChildren(sorted: list, limit: NodeChildren.flatLimit) {
             self.init(storage: .packed(packed))
         } else {
             self.init(sorted: list)
@@ -164,6 +226,18 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// Whether the children are packed (`PackedChildren`).
     var isPacked: Bool { packed != nil }
 
+    /// The number of packed leaves of the tree (0 when flat or packed whole); for tests.
+    var packedLeafCount: Int {
+        guard case .tree(let root) = storage else { return 0 }
+        func count(_ branch: Branch) -> Int {
+            switch branch.kids {
+            case .leaves(let leaves): leaves.count { if case .packed = $0 { true } else { false } }
+            case .branches(let branches): branches.reduce(0) { $0 + count($1) }
+            }
+        }
+        return count(root)
+    }
+
     /// The packed children, when they are packed.
     var packed: PackedChildren? {
         if case .packed(let packed) = storage { return packed }
@@ -172,8 +246,13 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     /// The key of the child at `position`, without making its node when the children are packed.
     func key(at position: Int) -> String {
-        if case .packed(let packed) = storage { return packed.key(at: position) }
-        return self[position].key
+        switch storage {
+        case .packed(let packed): return packed.key(at: position)
+        case .flat(let list): return list[position].key
+        case .tree:
+            let (leaf, inner) = leaf(holding: position)
+            return leaf.key(at: inner)
+        }
     }
 
     /// Whether these are exactly `children` (sorted, as built against these): packed, the same keys and, for a
@@ -181,17 +260,43 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
     /// otherwise the same `Node` instances position by position (the keys are known to match).
     func holdsExactly(_ children: [Element]) -> Bool {
         guard children.count == count else { return false }
-        if case .packed(let packed) = storage { return packed.holdsExactly(children) }
-        return zip(children, self).allSatisfy { $0.node === $1.node }
+        switch storage {
+        case .packed(let packed): return packed.holdsExactly(children[...])
+        case .flat: return zip(children, self).allSatisfy { $0.node === $1.node }
+        case .tree(let root):
+            // Leaf by leaf: a packed one compares its values, any other its instances.
+            var start = 0
+            func holds(_ branch: Branch) -> Bool {
+                switch branch.kids {
+                case .leaves(let leaves):
+                    for leaf in leaves {
+                        let piece = children[start..<(start + leaf.count)]
+                        start += leaf.count
+                        switch leaf {
+                        case .packed(let packed): guard packed.holdsExactly(piece) else { return false }
+                        case .entries(let list):
+                            guard zip(piece, list).allSatisfy({ $0.node === $1.node }) else { return false }
+                        }
+                    }
+                    return true
+                case .branches(let branches): return branches.allSatisfy(holds)
+                }
+            }
+            return holds(root)
+        }
     }
 
     private init(sortedEntries list: [Entry]) {
         if list.count <= NodeChildren.flatLimit {
-            storage = .flat(list)
+            self.init(storage: .flat(list))
             return
         }
         // Full leaves (a loaded tree wastes nothing), sizes spread evenly, then branches over them likewise.
-        let leaves = NodeChildren.evenPieces(of: list[...], limit: NodeChildren.flatLimit)
+        self.init(leaves: NodeChildren.evenPieces(of: list[...], limit: NodeChildren.flatLimit).map(Leaf.entries))
+    }
+
+    /// A tree over `leaves` (more than one, in order), its branches as full as `evenPieces` makes them.
+    private init(leaves: [Leaf]) {
         var level = NodeChildren.evenPieces(of: leaves[...], limit: NodeChildren.branchLimit).map {
             Branch(leaves: $0)
         }
@@ -244,16 +349,23 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
             let element = packed.element(at: position)
             return Entry(key: element.key, node: element.node)
-        case .tree(var branch):
-            precondition(position >= 0 && position < branch.count, "NodeChildren index out of range")
-            var position = position
-            while true {
-                let kid = branch.kid(holding: position)
-                position -= branch.offsets[kid]
-                switch branch.kids {
-                case .leaves(let leaves): return leaves[kid][position]
-                case .branches(let branches): branch = branches[kid]
-                }
+        case .tree:
+            let (leaf, inner) = leaf(holding: position)
+            return leaf.entry(at: inner)
+        }
+    }
+
+    /// The tree's leaf holding child `position`, and the child's position in it.
+    private func leaf(holding position: Int) -> (leaf: Leaf, position: Int) {
+        guard case .tree(var branch) = storage else { preconditionFailure("a tree only") }
+        precondition(position >= 0 && position < branch.count, "NodeChildren index out of range")
+        var position = position
+        while true {
+            let kid = branch.kid(holding: position)
+            position -= branch.offsets[kid]
+            switch branch.kids {
+            case .leaves(let leaves): return (leaves[kid], position)
+            case .branches(let branches): branch = branches[kid]
             }
         }
     }
@@ -292,12 +404,24 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 stack.append((branch, 0))
                 switch branch.kids {
                 case .leaves(let leaves):
-                    leaf = leaves[0]
-                    position = 0
+                    enter(leaves[0])
                     return
                 case .branches(let branches): branch = branches[0]
                 }
             }
+        }
+
+        /// Walks `next` from its first child on.
+        private mutating func enter(_ next: Leaf) {
+            switch next {
+            case .entries(let list):
+                leaf = list
+                packed = nil
+            case .packed(let list):
+                leaf = []
+                packed = list
+            }
+            position = 0
         }
 
         /// Moves to the next leaf; false at the end.
@@ -308,8 +432,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                     stack[stack.count - 1].kid = next
                     switch top.branch.kids {
                     case .leaves(let leaves):
-                        leaf = leaves[next]
-                        position = 0
+                        enter(leaves[next])
                     case .branches(let branches):
                         descend(from: branches[next])
                     }
@@ -321,16 +444,18 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
 
         public mutating func next() -> Element? {
-            if let packed {
-                guard position < packed.count else { return nil }
-                defer { position += 1 }
-                return packed.element(at: position)
-            }
-            while position == leaf.count {
+            while true {
+                if let packed {
+                    if position < packed.count {
+                        defer { position += 1 }
+                        return packed.element(at: position)
+                    }
+                } else if position < leaf.count {
+                    defer { position += 1 }
+                    return leaf.withUnsafeBufferPointer { ($0[position].key, $0[position].node) }
+                }
                 guard advance() else { return nil }
             }
-            defer { position += 1 }
-            return leaf.withUnsafeBufferPointer { ($0[position].key, $0[position].node) }
         }
     }
 
@@ -349,17 +474,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         case .flat(let list):
             return NodeChildren.search(list, key, probe, before: 0)
         case .packed(let packed):
-            var low = 0
-            var high = packed.count
-            while low < high {
-                let mid = (low + high) / 2
-                let stored = packed.key(at: mid)
-                let integer = Key.integerValue(stored).map(Int64.init) ?? Entry.notInteger
-                let c = NodeChildren.compare(stored, integer, key, probe)
-                if c == 0 { return Slot(position: mid, found: true, node: packed.node(at: mid)) }
-                if c < 0 { low = mid + 1 } else { high = mid }
-            }
-            return Slot(position: low, found: false, node: nil)
+            return NodeChildren.search(packed, key, probe, before: 0)
         case .tree(var branch):
             var before = 0
             while true {
@@ -379,7 +494,11 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
                 }
                 before += branch.offsets[kid]
                 switch branch.kids {
-                case .leaves(let leaves): return NodeChildren.search(leaves[kid], key, probe, before: before)
+                case .leaves(let leaves):
+                    switch leaves[kid] {
+                    case .entries(let list): return NodeChildren.search(list, key, probe, before: before)
+                    case .packed(let packed): return NodeChildren.search(packed, key, probe, before: before)
+                    }
                 case .branches(let branches): branch = branches[kid]
                 }
             }
@@ -402,6 +521,21 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             }
             return Slot(position: before + low, found: false, node: nil)
         }
+    }
+
+    /// Binary search of packed children whose first is child number `before` (each probed key is read from the bytes).
+    private static func search(_ packed: PackedChildren, _ key: String, _ probe: Int64, before: Int) -> Slot {
+        var low = 0
+        var high = packed.count
+        while low < high {
+            let mid = (low + high) / 2
+            let stored = packed.key(at: mid)
+            let integer = Key.integerValue(stored).map(Int64.init) ?? Entry.notInteger
+            let c = compare(stored, integer, key, probe)
+            if c == 0 { return Slot(position: before + mid, found: true, node: packed.node(at: mid)) }
+            if c < 0 { low = mid + 1 } else { high = mid }
+        }
+        return Slot(position: before + low, found: false, node: nil)
     }
 
     /// `compareKeys(storedKey, key)`, where `stored` and `probe` are the integer values of `storedKey` and `key`
@@ -435,7 +569,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             if list.count <= NodeChildren.flatLimit { return NodeChildren(storage: .flat(list)) }
             guard slot.position == NodeChildren.flatLimit else { return NodeChildren(sortedEntries: list) }
             // Appended: the full array becomes the first leaf, as in `inserting`.
-            let leaves = [Array(list[..<NodeChildren.flatLimit]), Array(list[NodeChildren.flatLimit...])]
+            let leaves: [Leaf] = [
+                .entries(Array(list[..<NodeChildren.flatLimit])), .entries(Array(list[NodeChildren.flatLimit...])),
+            ]
             return NodeChildren(storage: .tree(Branch(leaves: leaves)))
         case .tree(let root):
             if slot.found { return NodeChildren(storage: .tree(NodeChildren.replacing(entry, at: slot.position, in: root))) }
@@ -452,7 +588,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         let inner = position - branch.offsets[kid]
         switch branch.kids {
         case .leaves(var leaves):
-            leaves[kid][inner] = entry
+            var list = leaves[kid].entries
+            list[inner] = entry
+            leaves[kid] = .entries(list)
             return Branch(kids: .leaves(leaves), firsts: branch.firsts, offsets: branch.offsets, count: branch.count)
         case .branches(var branches):
             branches[kid] = replacing(entry, at: inner, in: branches[kid])
@@ -476,13 +614,14 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         let count = branch.count + 1
         switch branch.kids {
         case .leaves(var leaves):
-            leaves[kid].insert(entry, at: inner)
+            var full = leaves[kid].entries
+            full.insert(entry, at: inner)
+            leaves[kid] = .entries(full)
             if inner == 0 { firsts[kid] = FirstKey(entry) }
-            if leaves[kid].count > flatLimit {
-                let full = leaves[kid]
+            if full.count > flatLimit {
                 let cut = appending ? flatLimit : full.count / 2
-                leaves[kid] = Array(full[..<cut])
-                leaves.insert(Array(full[cut...]), at: kid + 1)
+                leaves[kid] = .entries(Array(full[..<cut]))
+                leaves.insert(.entries(Array(full[cut...])), at: kid + 1)
                 firsts.insert(FirstKey(full[cut]), at: kid + 1)
                 offsets.insert(offsets[kid] + cut, at: kid + 1)
             }
@@ -527,7 +666,12 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             }
             // A root left with a single branch gives way to it.
             while rest.kidCount == 1, case .branches(let only) = rest.kids { rest = only[0] }
-            if rest.kidCount == 1, case .leaves(let only) = rest.kids { return NodeChildren(storage: .flat(only[0])) }
+            if rest.kidCount == 1, case .leaves(let only) = rest.kids {
+                switch only[0] {
+                case .entries(let list): return NodeChildren(storage: .flat(list))
+                case .packed(let packed): return NodeChildren(storage: .packed(packed))
+                }
+            }
             return NodeChildren(storage: .tree(rest))
         }
     }
@@ -545,13 +689,15 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         let count = branch.count - 1
         switch branch.kids {
         case .leaves(var leaves):
-            leaves[kid].remove(at: inner)
-            if leaves[kid].isEmpty {
+            var list = leaves[kid].entries
+            list.remove(at: inner)
+            if list.isEmpty {
                 leaves.remove(at: kid)
                 firsts.remove(at: kid)
                 offsets.remove(at: kid)
-            } else if inner == 0 {
-                firsts[kid] = FirstKey(leaves[kid][0])
+            } else {
+                leaves[kid] = .entries(list)
+                if inner == 0 { firsts[kid] = FirstKey(list[0]) }
             }
             return Branch(kids: .leaves(leaves), firsts: firsts, offsets: offsets, count: count)
         case .branches(var branches):
@@ -578,7 +724,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             result.reserveCapacity(root.count)
             func collect(_ branch: Branch) {
                 switch branch.kids {
-                case .leaves(let leaves): for leaf in leaves { result.append(contentsOf: leaf) }
+                case .leaves(let leaves): for leaf in leaves { result.append(contentsOf: leaf.entries) }
                 case .branches(let branches): for branch in branches { collect(branch) }
                 }
             }

@@ -183,7 +183,7 @@ struct PackedChildren: Sendable {
     /// Whether this list holds exactly `children`, in order: the same keys; for a packed leaf, a leaf without a
     /// priority and the same value bit for bit (`JSONValue.identical`: `1` and `1.0` differ); for a child kept as
     /// a node, that same instance.
-    func holdsExactly(_ children: [(key: String, node: Node)]) -> Bool {
+    func holdsExactly(_ children: ArraySlice<(key: String, node: Node)>) -> Bool {
         guard children.count == count else { return false }
         for (index, child) in children.enumerated() {
             guard hasKey(child.key, at: index) else { return false }

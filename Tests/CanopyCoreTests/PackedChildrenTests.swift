@@ -140,6 +140,100 @@ import Testing
         #expect(one.settingChild("a", .empty).isEmpty)
     }
 
+    /// A list longer than `flatLimit` is a tree whose leaves are packed one by one: it reads, searches, compares and
+    /// serializes like the same children as nodes, and a change unpacks the one leaf it touches.
+    @Test func longListsPackEachLeafAndReadAndChangeLikeNodes() {
+        var rng = SplitMix64(seed: 77)
+        for round in 0..<24 {
+            let count = Int.random(in: (NodeChildren.flatLimit + 1)...1_500, using: &rng)
+            // Short values (`randomValue` makes strings of up to 70,000 bytes): the list is what is tested.
+            var leaves = Self.randomLeaves(&rng, count: count).map { leaf in
+                guard leaf.node.isLeaf, leaf.node.priority == nil, case .string(let text)? = leaf.node.value,
+                    text.utf8.count > 40
+                else { return leaf }
+                return (key: leaf.key, node: Node(leaf: .string(String(text.prefix(40)))))
+            }
+            if round % 4 == 0 { leaves = leaves.map { ($0.key, Node(leaf: .bool(true))) } }  // flags only
+            var packed = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(packing: leaves))
+            var flat = Node(validatedLeaf: nil, priority: nil, children: NodeChildren(sorted: leaves))
+            let leafCount = packed.children.chunkCount
+            #expect(leafCount > 1 && packed.children.packedLeafCount == leafCount, "round \(round)")
+            #expect(flat.children.packedLeafCount == 0)
+            #expect(packed.children.holdsExactly(leaves) && flat.children.holdsExactly(leaves))
+            // One value changed, even only in its spelling (1 against 1.0): not the same children.
+            var altered = leaves
+            let victim = Int.random(in: 0..<count, using: &rng)
+            let spelling: JSONValue = altered[victim].node.value == .int(1) ? .double(1) : .int(1)
+            altered[victim].node = Node(leaf: Self.same(altered[victim].node.value, spelling) ? .int(1) : spelling)
+            let holdsAltered = packed.children.holdsExactly(altered)
+            #expect(!holdsAltered, "round \(round), victim \(victim) of \(count)")
+            // Iterator, subscript, key(at:) and lookups by key give the same keys and values bit for bit.
+            for (index, (element, expected)) in zip(packed.children, leaves).enumerated() {
+                #expect(JSONKey.bytesEqual(element.key, expected.key) && Self.same(element.node.value, expected.node.value))
+                #expect(JSONKey.bytesEqual(packed.children.key(at: index), expected.key))
+                #expect(Self.same(packed.children[index].node.value, expected.node.value))
+                #expect(packed.child(expected.key) == expected.node)
+            }
+            for probe in Self.keyPool + ["k5", "zz", "-0", "00", "k99999x", ""] {
+                let a = packed.children.slot(of: probe)
+                let b = flat.children.slot(of: probe)
+                #expect(a.found == b.found && a.position == b.position, "probe \(probe)")
+            }
+            #expect(packed == flat && packed.hash == flat.hash && packed.hasSameData(as: flat))
+            var a: [UInt8] = []
+            var b: [UInt8] = []
+            packed.writeJSON(export: true, into: &a)
+            flat.writeJSON(export: true, into: &b)
+            #expect(a == b)
+            // Changes: inserts, replacements and removals, at the front, the back and in between.
+            var keys = leaves.map(\.key)
+            for step in 0..<40 {
+                let key: String
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: key = keys[0]
+                case 1: key = keys[keys.count - 1]
+                case 2: key = "n\(rng.next() % 100_000)"
+                default: key = keys[Int.random(in: 0..<keys.count, using: &rng)]
+                }
+                let value: Node = step % 3 == 2 ? .empty : Node(leaf: Self.randomValue(&rng))
+                let packedLeavesBefore = packed.children.packedLeafCount
+                packed = packed.settingChild(key, value)
+                flat = flat.settingChild(key, value)
+                if value.isEmpty { keys.removeAll { $0 == key } } else if !keys.contains(key) { keys.append(key) }
+                keys.sort { compareKeys($0, $1) < 0 }
+                // At most the leaf changed is unpacked (a removal can also drop an emptied packed leaf).
+                #expect(packed.children.packedLeafCount >= packedLeavesBefore - 1)
+                #expect(packed == flat, "round \(round), step \(step)")
+                #expect(packed.children.map(\.key) == keys)
+                #expect(packed.child(key) == value)
+            }
+            #expect(packed.hash == flat.hash && packed.json(export: true) == flat.json(export: true))
+        }
+    }
+
+    @Test func loadedAndWrittenLongListsArePackedLeafByLeaf() throws {
+        let flags = JSONValue.object((0..<1_000).map { JSONMember("f\($0)", .bool($0 % 3 == 0)) })
+        let written = try Node.from(json: ["flags": flags, "rows": .object((0..<100).map { JSONMember("r\($0)", ["a": 1]) })])
+        let builder = NodeBuilder()
+        try written.forEachRecord(under: []) { try builder.add($0) }
+        let loaded = builder.finish()
+        for tree in [written, loaded] {
+            #expect(tree == written)
+            let list = tree.child("flags").children
+            #expect(list.chunkCount > 1 && list.packedLeafCount == list.chunkCount)
+            #expect(tree.child("rows").children.packedLeafCount == 0)  // objects only: nothing to pack
+        }
+        // Writing the same list again keeps the stored instance; a changed flag makes a new one.
+        #expect(try Node.from(json: flags, reusing: loaded.child("flags")) === loaded.child("flags"))
+        var changed = flags
+        if case .object(var members) = changed {
+            members[500] = JSONMember(members[500].key, .int(1))
+            changed = .object(members)
+        }
+        let rewritten = try Node.from(json: changed, reusing: loaded.child("flags"))
+        #expect(rewritten !== loaded.child("flags") && rewritten.child("f500") == Node(leaf: 1))
+    }
+
     /// Every node holds a `NodeChildren`: packed storage must not make it larger than two words and a tag, or every
     /// node of every tree grows from a 64-byte heap block to an 80-byte one (it did, with a third word).
     @Test func packedStorageKeepsNodesSmall() {
