@@ -2,7 +2,7 @@
 //
 // Starts a daemon as a child process and fills namespace A through REST with `--objects` objects under `/items`
 // (one flat list; each object has `--fields` fields: an integer, a boolean and strings of `--value-bytes`
-// bytes), in PATCHes of 1,000 objects, and namespace B with one small value. The daemon is then restarted (its
+// bytes), in PATCHes of 1,000 objects (with `--shape flags`, `/items` is one list of `--objects` `true` flags), and namespace B with one small value. The daemon is then restarted (its
 // clean stop checkpoints the WAL, so A's file holds everything) once per measured request, so each one is the
 // first request A gets:
 //   1. the first GET of a small path (one field of one object),
@@ -22,11 +22,14 @@ import CanopyNet
 import Foundation
 import Synchronization
 
-/// `canopy bench coldstart [--objects N] [--fields N] [--value-bytes N] [--server <canopy binary>]`.
+/// `canopy bench coldstart [--objects N] [--fields N] [--value-bytes N] [--shape records|flags]
+/// [--server <canopy binary>]`.
 struct ColdStartBenchmark {
     var objects = 200_000
     var fields = 12
     var valueBytes = 56
+    /// The list's children are `fields`-field records, or plain `true` leaves (`flags`).
+    var flags = false
     var binary: String?
 
     init(parsing arguments: inout Arguments) throws(UsageError) {
@@ -35,6 +38,12 @@ struct ColdStartBenchmark {
             case "--objects": objects = try arguments.int(for: option, in: 1...10_000_000)
             case "--fields": fields = try arguments.int(for: option, in: 3...1_000)
             case "--value-bytes": valueBytes = try arguments.int(for: option, in: 1...1_000_000)
+            case "--shape":
+                switch try arguments.value(for: option) {
+                case "records": flags = false
+                case "flags": flags = true
+                case let other: throw .invalidValue(option, other, expected: "records or flags")
+                }
             case "--server": binary = try arguments.value(for: option)
             default: throw .unknownOption(option, command: "bench coldstart")
             }
@@ -44,7 +53,10 @@ struct ColdStartBenchmark {
     func run() throws {
         let data = NSTemporaryDirectory() + "canopy-bench-coldstart-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: data) }
-        print("canopy bench coldstart: A holds \(objects) objects of \(fields) fields (\(valueBytes)-byte strings)")
+        print(
+            flags
+                ? "canopy bench coldstart: A holds one list of \(objects) true flags"
+                : "canopy bench coldstart: A holds \(objects) objects of \(fields) fields (\(valueBytes)-byte strings)")
         var server = try PublishBenchServer(namespace: "a", binary: binary, dataDirectory: data)
         let fillStart = benchNow()
         try fill(server)
@@ -58,7 +70,7 @@ struct ColdStartBenchmark {
         let fileBytes = Self.fileSize(data + "/a.sqlite") + Self.fileSize(data + "/a.sqlite-wal")
         print(String(format: "A's file: %.1f MB", Double(fileBytes) / 1e6))
 
-        let small = "/items/\(Self.key(objects / 2))/f2.json"
+        let small = "/items/\(Self.key(objects / 2))" + (flags ? "" : "/f2") + ".json"
         let cases: [(name: String, method: String, target: String, body: String?)] = [
             ("first GET of a small path", "GET", small, nil),
             ("first GET /?shallow=true", "GET", "/.json?shallow=true", nil),
@@ -208,7 +220,10 @@ struct ColdStartBenchmark {
             var members: [JSONMember] = []
             let end = min(objects, next + 1_000)
             members.reserveCapacity(end - next)
-            for index in next..<end {
+            for index in next..<end where flags {
+                members.append(JSONMember(Self.key(index), true))
+            }
+            for index in next..<end where !flags {
                 var object = [JSONMember("f0", .int(Int64(index))), JSONMember("f1", .bool(index % 2 == 0))]
                 for field in 2..<fields {
                     let tag = String(index % 100_000_000, radix: 16)
