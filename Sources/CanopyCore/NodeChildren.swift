@@ -38,7 +38,12 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         init(key: String, node: Node) {
             self.key = key
             self.node = node
-            self.integer = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
+            self.integer = Entry.integer(of: key)
+        }
+
+        /// `Key.integerValue(key)`, or `notInteger`: what ordering compares first.
+        static func integer(of key: String) -> Int64 {
+            Key.integerValue(key).map(Int64.init) ?? notInteger
         }
     }
 
@@ -54,7 +59,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
         init(key: String) {
             self.key = key
-            integer = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
+            integer = Entry.integer(of: key)
         }
     }
 
@@ -347,8 +352,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
             return list[position]
         case .packed(let packed):
             precondition(position >= 0 && position < packed.count, "NodeChildren index out of range")
-            let element = packed.element(at: position)
-            return Entry(key: element.key, node: element.node)
+            return Leaf.packed(packed).entry(at: position)
         case .tree:
             let (leaf, inner) = leaf(holding: position)
             return leaf.entry(at: inner)
@@ -469,7 +473,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
 
     /// Finds `key` by binary search (each branch's first keys, then a leaf).
     func slot(of key: String) -> Slot {
-        let probe = Key.integerValue(key).map(Int64.init) ?? Entry.notInteger
+        let probe = Entry.integer(of: key)
         switch storage {
         case .flat(let list):
             return NodeChildren.search(list, key, probe, before: 0)
@@ -530,8 +534,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         while low < high {
             let mid = (low + high) / 2
             let stored = packed.key(at: mid)
-            let integer = Key.integerValue(stored).map(Int64.init) ?? Entry.notInteger
-            let c = compare(stored, integer, key, probe)
+            let c = compare(stored, Entry.integer(of: stored), key, probe)
             if c == 0 { return Slot(position: before + mid, found: true, node: packed.node(at: mid)) }
             if c < 0 { low = mid + 1 } else { high = mid }
         }
@@ -718,7 +721,7 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         switch storage {
         case .flat(let list): return list
         case .packed(let packed):
-            return (0..<packed.count).map { Entry(key: packed.key(at: $0), node: packed.node(at: $0)) }
+            return Leaf.packed(packed).entries
         case .tree(let root):
             var result: [Entry] = []
             result.reserveCapacity(root.count)
