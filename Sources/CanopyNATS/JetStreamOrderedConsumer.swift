@@ -4,13 +4,13 @@
 // flow control and idle heartbeats, delivering to an inbox of this connection. Each delivery's reply subject is
 // `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>` (9 tokens; 12 with a
 // domain and account hash), so the client knows both sequences. The consumer sequence must grow by exactly one;
-// when it does not (a message lost), when no message or heartbeat came for three heartbeat intervals (the server
-// holding the consumer died), when the connection was re-established, or when the local queue overflowed, the
-// consumer is replaced by a new one starting right after the last stream sequence handed out. Messages before the
-// sequence asked for are dropped: nats-server 2.9 may start a consumer early when it is created on a replica that
-// lags (it clamps the start to that replica's last sequence; fixed in 2.11, nats-server#6253), which
-// JetStreamClusterTests saw under load. So the reader sees every message of the stream from its start, each once, in
-// stream order.
+// when it does not or an idle heartbeat's `Nats-Last-Consumer` names a later one than arrived (a message lost),
+// when no message or heartbeat came for three heartbeat intervals (the server holding the consumer died), when the
+// connection was re-established, or when the local queue overflowed, the consumer is replaced by a new one starting
+// right after the last stream sequence handed out. Messages before the sequence asked for are dropped: nats-server
+// 2.9 may start a consumer early when it is created on a replica that lags (it clamps the start to that replica's
+// last sequence; fixed in 2.11, nats-server#6253), which JetStreamClusterTests saw under load. So the reader sees
+// every message of the stream from its start, each once, in stream order.
 //
 // Server messages: status 100 with a reply subject is a flow-control request (answered at once with an empty
 // publish); status 100 without one is an idle heartbeat.
@@ -69,6 +69,9 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     private var stopped = false
     private var resets = 0
     private var lastErrorValue: (any Error)?
+    /// What happened to the consumer lately (creations, their outcome, gaps, silences), newest last, for diagnosis.
+    private var trail: [String] = []
+    private let born = Date()
 
     /// Creates the consumer on the server and starts receiving.
     /// - Throws: the API's error when the first consumer cannot be created.
@@ -83,7 +86,11 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
         self.heartbeat = heartbeat
         self.capacity = capacity
         try create()
-        js.connection.onReconnect { [weak self] in self?.scheduleReset() }
+        js.connection.onReconnect { [weak self] in
+            guard let self else { return }
+            self.condition.locked { self.record("reconnected") }
+            self.scheduleReset()
+        }
     }
 
     deinit { stop() }
@@ -94,6 +101,15 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     public var lastSequence: UInt64 { condition.locked { lastStreamSequence } }
     /// The error of the last failed re-creation, if any (it is retried).
     public var lastError: (any Error)? { condition.locked { lastErrorValue } }
+    /// The last 32 events of the consumer's life (creations and their outcome, gaps, silences, first deliveries),
+    /// each with the milliseconds since it was made: what a test prints when a reader stalls.
+    public var recentEvents: [String] { condition.locked { trail } }
+
+    /// Called with `condition` held.
+    private func record(_ event: String) {
+        trail.append("\(Int(Date().timeIntervalSince(born) * 1000)) ms: \(event)")
+        if trail.count > 32 { trail.removeFirst(trail.count - 32) }
+    }
 
     /// The next message, waiting up to `timeout`; nil on timeout or after ``stop()``.
     public func next(timeout: Duration) -> JetStreamMessage? {
@@ -136,6 +152,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
             lastActivity = Date()
             let startAt = delivered ? .sequence(lastStreamSequence + 1) : start
             if case .sequence(let sequence) = startAt { floor = sequence } else { floor = 0 }
+            record("creating consumer \(self.generation) from \(startAt)")
             return (self.generation, startAt)
         }
         let inbox = js.connection.inboxPrefix + ".oc." + NATSConnection.randomToken()
@@ -163,10 +180,14 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
         do {
             _ = try js.call("CONSUMER.CREATE.\(stream)", request, timeout: timeout)
         } catch {
+            condition.locked { record("consumer \(generation) not created: \(error)") }
             subscription.unsubscribe()
             throw error
         }
         let old: NATSSubscription? = condition.locked {
+            record("consumer \(generation) created")
+            // A gap seen while this was being created already started its replacement: keep the newer one.
+            guard generation == self.generation else { return subscription }
             defer { self.subscription = subscription }
             return self.subscription
         }
@@ -183,6 +204,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     private func scheduleReset() {
         let start: Bool = condition.locked {
             guard !resetting && !stopped else { return false }
+            record("replacing consumer \(generation)")
             resetting = true
             generation += 1  // deliveries to the old consumer are ignored from now on
             return true
@@ -216,6 +238,7 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
     /// Called with `condition` held: a consumer silent for three heartbeats is presumed lost.
     private func checkLiveness() {
         guard !resetting, !stopped, Date().timeIntervalSince(lastActivity) > 3 * heartbeat.seconds else { return }
+        record("consumer \(generation) silent for three heartbeats")
         condition.unlock()
         scheduleReset()
         condition.lock()
@@ -225,9 +248,19 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
 
     private func receive(_ message: NATSMessage, generation: Int) {
         if message.status == 100 {
-            condition.locked { if generation == self.generation { lastActivity = Date() } }
+            // An idle heartbeat names the last consumer sequence the server sent: beyond ours, deliveries were
+            // lost in transit and no later one would reveal it while the stream stays quiet.
+            let lastSent = message.replyTo == nil ? message.headers?["Nats-Last-Consumer"].flatMap { UInt64($0) } : nil
+            let gap: Bool = condition.locked {
+                guard generation == self.generation, !stopped else { return false }
+                lastActivity = Date()
+                guard let lastSent, lastSent >= expectedConsumerSequence else { return false }
+                record("consumer \(generation): heartbeat: \(lastSent) sent, \(expectedConsumerSequence - 1) arrived")
+                return true
+            }
             if let reply = message.replyTo { try? js.connection.publish(reply) }
             if let stalled = message.headers?["Nats-Consumer-Stalled"] { try? js.connection.publish(stalled) }
+            if gap { scheduleReset() }
             return
         }
         guard message.status == nil, let reply = message.replyTo, let sequences = Self.sequences(ackSubject: reply)
@@ -235,8 +268,14 @@ public final class JetStreamOrderedConsumer: @unchecked Sendable {
         let gap: Bool = condition.locked {
             guard generation == self.generation, !stopped else { return false }
             lastActivity = Date()
-            guard sequences.consumer == expectedConsumerSequence, queue.count - head < capacity else { return true }
+            guard sequences.consumer == expectedConsumerSequence, queue.count - head < capacity else {
+                record(
+                    "consumer \(generation): sequence \(sequences.consumer) (stream \(sequences.stream)) where "
+                        + "\(expectedConsumerSequence) was due, \(queue.count - head) queued")
+                return true
+            }
             expectedConsumerSequence += 1
+            if expectedConsumerSequence == 2 { record("consumer \(generation) first sends stream \(sequences.stream)") }
             guard sequences.stream >= floor, !delivered || sequences.stream > lastStreamSequence else { return false }
             lastStreamSequence = sequences.stream
             delivered = true

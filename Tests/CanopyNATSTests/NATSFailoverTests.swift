@@ -61,7 +61,7 @@ import Testing
         // The reader's consumer is re-created through the meta group: after n1 died that waits for a new metadata
         // leader, up to 12 s after the kill here (Cluster.md#Failures), so 10 s was not enough on a loaded machine.
         while read.count < 40, let message = reader.next(timeout: .seconds(30)) { read.append(message.streamSequence) }
-        #expect(read == Array(1...40))
+        #expect(read == Array(1...40), "reader: \(reader.recentEvents.joined(separator: "; "))")
         #expect(reader.next(timeout: .milliseconds(300)) == nil)
         // The consumer was replaced after the reconnect (counted once its creation has returned).
         let replaced = Date().addingTimeInterval(10)
