@@ -2,9 +2,9 @@
 //
 // Starts a daemon as a child process and fills namespace A through REST with `--objects` objects under `/items`
 // (one flat list; each object has `--fields` fields: an integer, a boolean and strings of `--value-bytes`
-// bytes), in PATCHes of 1,000 objects (with `--shape flags`, `/items` is one list of `--objects` `true` flags), and namespace B with one small value. The daemon is then restarted (its
-// clean stop checkpoints the WAL, so A's file holds everything) once per measured request, so each one is the
-// first request A gets:
+// bytes), in PATCHes of 1,000 objects (with `--shape flags`, `/items` is one list of `--objects` `true` flags),
+// and namespace B with one small value. The daemon is then restarted (its clean stop checkpoints the WAL, so A's
+// file holds everything) once per measured request, so each one is the first request A gets:
 //   1. the first GET of a small path (one field of one object),
 //   2. the first GET of the root with `shallow=true`,
 //   3. the first listen of that small path over a WebSocket (the wire protocol: connect, `gauth`, `q`, until the
