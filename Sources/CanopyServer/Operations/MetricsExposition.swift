@@ -43,6 +43,12 @@ struct MetricsExposition {
         out.family("canopy_listens", .gauge, "Active listens by transport (wire: WebSocket and long polling).")
         out.sample("canopy_listens", ["transport": "wire"], gauges.wireListens)
         out.sample("canopy_listens", ["transport": "sse"], gauges.eventStreams)
+        if let proxy = context.proxy {
+            out.counter(
+                "canopy_cluster_owner_connections_opened_total",
+                "Connections opened to owners, to proxy REST requests and forward replicas' writes (pooled: a reused "
+                    + "connection opens none).", proxy.pool.openedCount)
+        }
         out.gauge("canopy_namespaces_open", "Namespaces held open.", context.registry.openNamespaces.count)
         out.counter(
             "canopy_namespace_loads_total", "Namespace trees loaded from their files (first use, or after closing).",
