@@ -199,13 +199,7 @@ public final class NodeBuilder {
     ///
     /// Each record's slot is released as soon as its node is built, so a large tree's nodes reuse the memory of
     /// its slots instead of being laid out between them (which left RSS at the slots' peak after loading).
-    /// With `sealsCompletedSubtrees`, the subtrees still open along the last record's path are sealed first, as a
-    /// following record would seal them: built in one pass with the rest, a list of 800,000 leaves at the end of a
-    /// file left 1.7–2.8 × the file resident after a load, 0.7 × when sealed (Architecture.md#Loading-a-namespace).
     public func finish() -> Node {
-        if sealsCompletedSubtrees {
-            for slot in lastSlots.dropFirst().reversed() { slot.seal() }
-        }
         lastPath = []
         lastSlots = []
         return NodeBuilder.build(root, releasing: true)
@@ -262,10 +256,15 @@ public final class NodeBuilder {
         if slot.leaf != nil && !list.isEmpty || slot.priority != nil && list.isEmpty && slot.leaf == nil {
             dropped = true
         }
-        if releasing {
-            slot.keys = []
-            slot.slots = []
-            slot.index = nil
+        // Released once the node is made, not before: the packed children of a long list, allocated into the
+        // slots just freed, were spread over that memory, glibc returns only whole free pages, and a list of
+        // 800,000 leaves kept 1.7-2.8 x its file resident instead of 0.7 x (Architecture.md#Loading-a-namespace).
+        defer {
+            if releasing {
+                slot.keys = []
+                slot.slots = []
+                slot.index = nil
+            }
         }
         if !list.isEmpty {
             list.sort { compareKeys($0.key, $1.key) < 0 }
