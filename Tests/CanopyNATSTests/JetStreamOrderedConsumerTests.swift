@@ -28,20 +28,9 @@ final class ScriptedJetStreamServer: @unchecked Sendable {
     var creates: [String] { lock.withLock { createRequests } }
 
     init(script: @escaping @Sendable (Int) -> [ScriptedDelivery]) throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listener = listener
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        try #require(ok)
+        let (listener, port) = try loopbackListener()
+        self.listener = listener
+        self.port = port
         Thread.detachNewThread { [self] in
             let client = accept(listener, nil, nil)
             close(listener)

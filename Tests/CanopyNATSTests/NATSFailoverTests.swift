@@ -70,6 +70,23 @@ import Testing
     }
 }
 
+/// A blocking TCP listener on an ephemeral loopback port, for the scripted servers of these tests.
+func loopbackListener() throws -> (fd: Int32, port: Int) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
+                && getsockname(listener, pointer, &length) == 0
+        }
+    }
+    try #require(ok)
+    return (listener, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// A TCP listener on loopback that plays a misbehaving server: INFO, then (after the client's CONNECT and PING)
 /// PONG and the given bytes.
 final class BadServer: @unchecked Sendable {
@@ -78,20 +95,9 @@ final class BadServer: @unchecked Sendable {
     let port: Int
 
     init(info: String, after: [UInt8]) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 8) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
+        let (listener, port) = try loopbackListener()
         fd = listener
-        port = Int(UInt16(bigEndian: address.sin_port))
-        try #require(ok)
+        self.port = port
         Thread.detachNewThread {
             while true {
                 let client = accept(listener, nil, nil)
