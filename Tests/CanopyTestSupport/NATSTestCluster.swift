@@ -52,7 +52,7 @@ public final class NATSTestCluster: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-nats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let ports = try (0..<(2 * count)).map { _ in try Self.freePort() }
+        let ports = try Socket.freeLoopbackPortsBelowEphemeralRange(count: 2 * count)
         var nodes: [Node] = []
         for index in 0..<count {
             let name = "n\(index + 1)"
@@ -139,10 +139,8 @@ public final class NATSTestCluster: @unchecked Sendable {
     /// The servers start one after another and dial each other's routes at once. Each dial takes a source port from
     /// the ephemeral range, so a route port picked there can be taken by such a dial before its own server binds it
     /// ("bind: address already in use", seen in CI). No outgoing connection uses a port below that range.
-    static func freePort() throws -> Int { try Socket.freeLoopbackPortBelowEphemeralRange() }
-
     static func waitForPort(_ port: Int, logFile: String) throws {
-        let deadline = Date().addingTimeInterval(10)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
@@ -159,6 +157,6 @@ public final class NATSTestCluster: @unchecked Sendable {
             usleep(20_000)
         }
         let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
-        throw NATSTestClusterError(description: "nats-server did not open port \(port) within 10 s; its log:\n\(log)")
+        throw NATSTestClusterError(description: "nats-server did not open port \(port) within 30 s; its log:\n\(log)")
     }
 }

@@ -197,6 +197,13 @@ extension Socket {
     /// the child then fails to bind it.
     /// - Throws: ``NetError`` when no free port is found in 200 tries.
     package static func freeLoopbackPortBelowEphemeralRange() throws(NetError) -> Int {
+        try freeLoopbackPortsBelowEphemeralRange(count: 1)[0]
+    }
+
+    /// `count` distinct such ports: each is held bound until all are chosen, so no two are the same (a cluster's
+    /// client and route ports drawn one by one could repeat, and the second child to bind one would fail).
+    /// - Throws: ``NetError`` when `count` free ports are not found in `count` + 200 tries.
+    package static func freeLoopbackPortsBelowEphemeralRange(count: Int) throws(NetError) -> [Int] {
         var ephemeralStart = 32_768
         let fd = Glibc.open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
@@ -209,13 +216,16 @@ extension Socket {
             if value > 2_048 && value < 65_536 { ephemeralStart = value }
         }
         let low = max(1_024, ephemeralStart - 12_000)
-        for _ in 0..<200 {
+        var held: [(fd: Int32, port: Int)] = []
+        defer { for probe in held { Glibc.close(probe.fd) } }
+        var tries = 0
+        while held.count < count {
+            guard tries < count + 200 else { throw .system(syscall: "bind", errno: EADDRINUSE) }
+            tries += 1
             let port = Int.random(in: low..<ephemeralStart)
-            if let probe = try? listen(host: "127.0.0.1", port: port, backlog: 1) {
-                Glibc.close(probe.fd)
-                return port
-            }
+            if held.contains(where: { $0.port == port }) { continue }
+            if let probe = try? listen(host: "127.0.0.1", port: port, backlog: 1) { held.append((probe.fd, port)) }
         }
-        throw .system(syscall: "bind", errno: EADDRINUSE)
+        return held.map(\.port)
     }
 }

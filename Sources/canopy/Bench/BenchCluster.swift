@@ -55,7 +55,7 @@ final class BenchCluster {
         self.nodeLogLevel = nodeLogLevel
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         interruptCleanup = InterruptCleanup(directory: directory)
-        let ports = try (0..<9).map { _ in try Self.freePort() }
+        let ports = try Socket.freeLoopbackPortsBelowEphemeralRange(count: 9)
         natsURLs = (0..<3).map { "nats://127.0.0.1:\(ports[$0])" }.joined(separator: ",")
         nodePorts = Array(ports[6..<9])
         installInterruptHandlers()
@@ -235,7 +235,6 @@ final class BenchCluster {
         }
     }
 
-    private static func freePort() throws -> Int { try Socket.freeLoopbackPortBelowEphemeralRange() }
 }
 
 /// The children's pids and the temporary directory, for the signal handler (which runs on another thread).

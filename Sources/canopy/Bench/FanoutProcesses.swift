@@ -139,9 +139,14 @@ final class FanoutChild {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let child = FanoutChild(name: name, port: port, process: process) {}
-        guard waitUntilAccepting(port: port, timeoutSeconds: 10) else {
+        guard waitUntilAccepting(port: port, timeoutSeconds: 30, while: process) else {
+            let exited = !process.isRunning
             child.stop()
-            throw CommandFailure("\(name) did not start listening on 127.0.0.1:\(port) (its log: \(logFile))")
+            let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(8).map { "  " + $0 }.joined(separator: "\n")
+            throw CommandFailure(
+                "\(name) \(exited ? "exited before listening" : "did not start listening within 30 s") on "
+                    + "127.0.0.1:\(port); the end of its log (\(logFile)):\n\(tail)")
         }
         return child
     }
@@ -228,9 +233,10 @@ final class FanoutChild {
         return found.withLock { $0 }
     }
 
-    private static func waitUntilAccepting(port: Int, timeoutSeconds: Double) -> Bool {
+    /// - Parameter process: stop waiting as soon as it has exited (nil: wait out the timeout).
+    private static func waitUntilAccepting(port: Int, timeoutSeconds: Double, while process: Process? = nil) -> Bool {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while Date() < deadline {
+        while Date() < deadline, process?.isRunning ?? true {
             if let fd = try? Socket.connect(host: "127.0.0.1", port: port) {
                 var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                 let ready = poll(&entry, 1, 200) == 1 && Socket.pendingError(fd) == 0
