@@ -51,7 +51,7 @@ public struct NATSHeaders: Sendable, Equatable {
     func encoded() throws(NATSError) -> [UInt8] {
         var out = Array("NATS/1.0".utf8)
         if let status {
-            guard (100...999).contains(status), statusDescription.utf8.allSatisfy({ $0 >= 0x20 }) else {
+            guard (100...999).contains(status), statusDescription.utf8.allSatisfy({ $0 >= 0x20 || $0 == 0x09 }) else {
                 throw .invalidArgument("status \(status) '\(statusDescription)' cannot be written")
             }
             out += " \(status)".utf8
@@ -109,9 +109,9 @@ public struct NATSHeaders: Sendable, Equatable {
             let text = String(decoding: rest.dropFirst(), as: UTF8.self)
             let codeText = text.prefix { $0 != " " }
             guard codeText.count == 3, codeText.allSatisfy({ $0.isASCII && $0.isNumber }), let status = Int(codeText),
-                rest.allSatisfy({ $0 >= 0x20 || $0 == 0x09 })
+                (100...999).contains(status), rest.allSatisfy({ $0 >= 0x20 || $0 == 0x09 })
             else {
-                throw .badHeaders("status '\(codeText)' is not three digits")
+                throw .badHeaders("status '\(codeText)' is not a three-digit code from 100 to 999")
             }
             headers.status = status
             headers.statusDescription = String(text.dropFirst(codeText.count).drop { $0 == " " })
