@@ -4,12 +4,18 @@
 --
 -- The credential goes in `Authorization: Bearer` (README: REST credentials). wrk does not verify the server's
 -- certificate, so a throw-away one works over https. Figures, not assertions: not run by Tests/run.sh.
+--
+-- Keys carry the run's start (seconds and the process's CPU clock) as well as the thread and a counter: with the
+-- counter alone, a second run against the same namespace rewrote the first run's keys with the same object, and
+-- a write that changes nothing is acknowledged without a commit or an fsync (8,700 instead of 2,600 PUTs/s at one
+-- connection).
 local credential = os.getenv("CANOPY_CREDENTIAL") or error("set CANOPY_CREDENTIAL to the admin credential")
 local namespace = os.getenv("CANOPY_NS") or "wrkput"
 local threads = 0
+local run = string.format("%d%06d", os.time(), math.floor(os.clock() * 1e6) % 1000000)
 
 function setup(thread)
-  thread:set("id", threads)
+  thread:set("id", run .. "-" .. threads)
   threads = threads + 1
 end
 
