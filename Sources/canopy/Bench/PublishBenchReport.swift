@@ -13,7 +13,8 @@ enum PublishBenchReport {
             rows += compared
         }
         var after = incremental
-        if incremental.count > 1 { after.append(median(incremental, "incremental median")) }
+        let edits = incremental.filter { $0.name.hasPrefix("incremental") }
+        if edits.count > 1 { after.append(median(edits, "incremental median")) }
         table(rows, compared: (compared[0], compared[1]), after: after)
         Swift.print(
             """

@@ -40,8 +40,9 @@ struct BenchCommand: Command {
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
                              [--rounds <n>] [--no-incremental] [--server <canopy binary>]
           Times one atomic publish against the seed design's eight writes, then (unless --no-incremental)
-          an incremental publish: one item edited among <items>; commit and delivery ms, the daemon's CPU,
-          bytes per affected subscriber, and subscribers that received something they do not listen to.
+          one publish over what the replay wrote (nothing changes) and an incremental publish: one item
+          edited among <items>; commit and delivery ms, the daemon's CPU, bytes per affected subscriber,
+          and subscribers that received something they do not listen to.
         canopy bench isolation [--megabytes <n>] [--items <n>] [--attendees <n>] [--server <canopy binary>]
           p50/p99/max of small reads on namespace B while namespace A (a large tree) is loaded and while a
           publish is computed and committed on A.
