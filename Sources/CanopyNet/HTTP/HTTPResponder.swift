@@ -5,12 +5,14 @@
 /// Responses leave in request order even when handlers complete out of order (pipelining): an answer is
 /// held until every earlier one on the same connection has been written.
 public final class HTTPResponder {
-    private(set) weak var connection: HTTPConnection?
+    private let link: ConnectionLink
+    /// The connection, or nil once it is gone.
+    var connection: HTTPConnection? { link.target }
     let entry: PipelineEntry
     public fileprivate(set) var hasAnswered = false
 
     init(connection: HTTPConnection, entry: PipelineEntry) {
-        self.connection = connection
+        self.link = connection.link
         self.entry = entry
     }
 

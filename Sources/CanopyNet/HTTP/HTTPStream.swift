@@ -6,7 +6,9 @@
 /// reason other than the owner's own ``close()``: the client disconnected, its output exceeded the hard
 /// limit, or the server shut down.
 public final class HTTPStream {
-    private weak var connection: HTTPConnection?
+    private let link: ConnectionLink?
+    /// The connection, or nil once it is gone.
+    private var connection: HTTPConnection? { link?.target }
     let head: [UInt8]
     var isHeadWritten = false
     private(set) var buffer: [UInt8] = []
@@ -19,7 +21,7 @@ public final class HTTPStream {
     public var onClose: (() -> Void)?
 
     init(connection: HTTPConnection?, head: [UInt8]) {
-        self.connection = connection
+        self.link = connection?.link
         self.head = head
     }
 
