@@ -52,6 +52,10 @@ public final class NATSTestCluster: @unchecked Sendable {
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-nats-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Client and route ports, distinct, below the kernel's ephemeral range: the servers start one after another
+        // and dial each other's routes at once, each dial taking a source port from that range, so a route port
+        // picked there can be taken by such a dial before its own server binds it ("bind: address already in use",
+        // seen in CI). No outgoing connection uses a port below it.
         let ports = try Socket.freeLoopbackPortsBelowEphemeralRange(count: 2 * count)
         var nodes: [Node] = []
         for index in 0..<count {
@@ -134,11 +138,7 @@ public final class NATSTestCluster: @unchecked Sendable {
         (try? String(contentsOfFile: nodes[index].logFile, encoding: .utf8)) ?? ""
     }
 
-    /// A loopback port that is free now, chosen below the kernel's ephemeral range.
-    ///
-    /// The servers start one after another and dial each other's routes at once. Each dial takes a source port from
-    /// the ephemeral range, so a route port picked there can be taken by such a dial before its own server binds it
-    /// ("bind: address already in use", seen in CI). No outgoing connection uses a port below that range.
+    /// Waits until `port` accepts connections; fails with the node's log after 30 s.
     static func waitForPort(_ port: Int, logFile: String) throws {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {

@@ -5,16 +5,18 @@ import Foundation
 
 enum PublishBenchReport {
     /// Prints every round, the medians when there are several rounds, and the replay/atomic ratios.
-    static func print(atomic: [PublishBenchmark.Row], replay: [PublishBenchmark.Row], incremental: [PublishBenchmark.Row]) {
+    static func print(
+        atomic: [PublishBenchmark.Row], replay: [PublishBenchmark.Row], afterReplay: PublishBenchmark.Row?,
+        incremental: [PublishBenchmark.Row]
+    ) {
         var rows = atomic + replay
         var compared = [atomic[0], replay[0]]
         if atomic.count > 1 {
             compared = [median(atomic, "atomic publish median"), median(replay, "8-write replay median")]
             rows += compared
         }
-        var after = incremental
-        let edits = incremental.filter { $0.name.hasPrefix("incremental") }
-        if edits.count > 1 { after.append(median(edits, "incremental median")) }
+        var after = (afterReplay.map { [$0] } ?? []) + incremental
+        if incremental.count > 1 { after.append(median(incremental, "incremental median")) }
         table(rows, compared: (compared[0], compared[1]), after: after)
         Swift.print(
             """
