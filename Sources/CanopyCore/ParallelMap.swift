@@ -1,4 +1,5 @@
-// ParallelMap -- a pure transform of many items spread over the machine's cores.
+// ParallelMap -- a pure transform of many items spread over the machine's cores, and a pure part of a computation
+// run beside the rest of it (`ConcurrentPart`).
 //
 // A publish compares thousands of locations and turns thousands of writes into store rows; each is a pure
 // function of immutable nodes (`Node` is Sendable, its hash cache is locked). On the 2-core machine the loop and
@@ -58,5 +59,27 @@ public enum ParallelMap {
         }
 
         func joined() -> [T] { slots.withLock { Array($0.joined()) } }
+    }
+}
+
+/// A pure computation started on another thread, whose result the starter takes later (`value()`), so two
+/// independent parts of one computation use two cores.
+public final class ConcurrentPart<T: Sendable>: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let result = Mutex<T?>(nil)
+
+    /// Starts `body` on a global queue at once.
+    public init(_ body: @escaping @Sendable () -> T) {
+        DispatchQueue.global(qos: .userInitiated).async {
+            let value = body()
+            self.result.withLock { $0 = value }
+            self.done.signal()
+        }
+    }
+
+    /// Waits for `body` to finish and returns what it returned. Call once.
+    public func value() -> T {
+        done.wait()
+        return result.withLock { $0.take()! }
     }
 }

@@ -101,24 +101,38 @@ public enum PublishEngine {
     )
         throws(PublishError) -> [(path: Path, node: Node)]
     {
-        let settings = PublishSettings(root: root)
-        let items = try parseItems(content, cache: cache)
-        var memo: PublishMemo
-        var touched = PublishMemo.Touched()
-        if let next = cache?.nextMemo(items: items, settings: settings) {
-            (memo, touched) = next
-        } else {
-            memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
+        // `private/admin/content`, `lastPublishedAt` and the history record need nothing from the fan-out: they are
+        // computed on another core while this thread parses the items and compares the derived locations.
+        let published = ConcurrentPart { () -> [(path: Path, node: Node)] in
+            var out: [(path: Path, node: Node)] = []
+            // The history record names each item by its hash: computed before the comparison with the published
+            // items, so that a stored item found equal by a walk adopts it, and the next publish compares the two by
+            // hash. Hashed after, the 10,000-row item of `bench publish` was walked again by the publish after a
+            // foreign rewrite (7 ms).
+            for (_, item) in content.children { _ = item.hash }
+            childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
+            out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))
+            out += PublishHistory.appendWrites(
+                root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf, cache: cache)
+            return out
         }
-        var out = derivedWrites(root: root, memo: &memo, touched: touched)
-        // The history record names each item by its hash: computed before the comparison with the published items,
-        // so that a stored item found equal by a walk adopts it, and the next publish compares the two by hash. Hashed
-        // after, the 10,000-row item of `bench publish` was walked again by the publish after a foreign rewrite (7 ms).
-        for (_, item) in content.children { _ = item.hash }
-        childWrites(at: PublishLayout.content, old: root.node(at: PublishLayout.content), new: content, into: &out)
-        out.append((PublishLayout.lastPublishedAt, Node(leaf: .int(now))))
-        out += PublishHistory.appendWrites(
-            root: root, content: content, now: now, publisher: publisher, rollbackOf: rollbackOf, cache: cache)
+        let settings = PublishSettings(root: root)
+        var out: [(path: Path, node: Node)]
+        var memo: PublishMemo
+        do throws(PublishError) {
+            let items = try parseItems(content, cache: cache)
+            var touched = PublishMemo.Touched()
+            if let next = cache?.nextMemo(items: items, settings: settings) {
+                (memo, touched) = next
+            } else {
+                memo = PublishMemo(settings: settings, items: items, fan: try fanOut(items: items, settings: settings))
+            }
+            out = derivedWrites(root: root, memo: &memo, touched: touched)
+        } catch {
+            _ = published.value()
+            throw error
+        }
+        out += published.value()
         cache?.keep(memo)
         return out
     }

@@ -1,6 +1,8 @@
-// ParallelMapTests -- `parallelMap` is `map`, in order, whether or not it splits the work.
+// ParallelMapTests -- `parallelMap` is `map`, in order, whether or not it splits the work; a `ConcurrentPart`
+// runs beside its starter and hands back what it computed.
 
 import CanopyCore
+import Dispatch
 import Testing
 
 @Suite struct ParallelMapTests {
@@ -11,5 +13,16 @@ import Testing
         // Chunks of uneven work still come back in order.
         let strings = items.map { String(repeating: "x", count: $0 % 97) }
         #expect(strings.parallelMap(minimumPerChunk: 100) { $0.count } == strings.map(\.count))
+    }
+
+    @Test func aConcurrentPartRunsBesideItsStarterAndReturnsItsValue() {
+        // The part waits for a gate its starter opens only after starting it: run inline, it would time out.
+        let gate = DispatchSemaphore(value: 0)
+        let part = ConcurrentPart { () -> [Int] in
+            guard gate.wait(timeout: .now() + 10) == .success else { return [] }
+            return (1...5).map { $0 * $0 }
+        }
+        gate.signal()
+        #expect(part.value() == [1, 4, 9, 16, 25])
     }
 }
