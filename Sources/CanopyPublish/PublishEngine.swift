@@ -219,6 +219,51 @@ public enum PublishEngine {
         return out
     }
 
+    /// Whether every part of the tree an engine action reads is the same in `new` as in `old`: everything under
+    /// `private/admin`, `public/admin/content`, and the `content` of each user, tier and group (compared by node
+    /// identity, so a rewrite with equal data counts as a change). The writes an action computed from `old` are then
+    /// exactly those it would compute from `new`, so a publish need not be computed again because someone wrote
+    /// elsewhere meanwhile (a chat, an attendee's own data beside their `content`). Must name everything the engine
+    /// reads: `derivedWrites`, `PublishSettings`, `PublishHistory`, `Completeness`, revert and rollback.
+    public static func readsSameInputs(_ old: Node, _ new: Node) -> Bool {
+        if old === new { return true }
+        guard old.node(at: PublishLayout.admin) === new.node(at: PublishLayout.admin),
+            sameNode(old.node(at: PublishLayout.publicContent), new.node(at: PublishLayout.publicContent))
+        else { return false }
+        for family in [PublishLayout.users, PublishLayout.tiers, PublishLayout.groups] {
+            let a = old.node(at: family)
+            let b = new.node(at: family)
+            if a === b { continue }
+            // Both lists of ids in key order, side by side: an id only one side has must hold no content there.
+            var left = a.children.makeIterator()
+            var right = b.children.makeIterator()
+            var x = left.next()
+            var y = right.next()
+            while x != nil || y != nil {
+                let order = x == nil ? 1 : y == nil ? -1 : compareKeys(x!.key, y!.key)
+                if order < 0 {
+                    guard x!.node.child(PublishLayout.contentKey).isEmpty else { return false }
+                    x = left.next()
+                } else if order > 0 {
+                    guard y!.node.child(PublishLayout.contentKey).isEmpty else { return false }
+                    y = right.next()
+                } else {
+                    if x!.node !== y!.node {
+                        let c = x!.node.child(PublishLayout.contentKey)
+                        let d = y!.node.child(PublishLayout.contentKey)
+                        guard sameNode(c, d) else { return false }
+                    }
+                    x = left.next()
+                    y = right.next()
+                }
+            }
+        }
+        return true
+    }
+
+    /// The same instance, or both empty.
+    private static func sameNode(_ a: Node, _ b: Node) -> Bool { a === b || (a.isEmpty && b.isEmpty) }
+
     /// Every derived location whose `content` differs from `fanOut`'s: its path, its stored node and its new
     /// items (empty for a user, tier or group that no longer receives anything). Ordered: public, users, tiers,
     /// groups, ids in key order (the order of `derivedWrites`).

@@ -17,6 +17,8 @@ import CanopyCore
 
 /// The fixed locations of the personalized-content data model, relative to the event (namespace) root.
 public enum PublishLayout {
+    /// `private/admin`: the organiser's side of the event (drafts, published content, settings, history).
+    public static let admin = Path(segments: ["private", "admin"])
     /// `private/admin/pendingContent`.
     public static let pendingContent = Path(segments: ["private", "admin", "pendingContent"])
     /// `private/admin/content`.

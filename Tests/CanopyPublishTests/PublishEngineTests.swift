@@ -300,3 +300,41 @@ import Testing
         #expect(root.node(at: PublishLayout.content).child("b").child("title").value == .string("v2"))
     }
 }
+
+/// `readsSameInputs`: which writes leave what the engine computed from the tree before them valid.
+@Suite struct PublishInputsTests {
+    static let root = try! Node.from(
+        json: JSONValue.parse(
+            #"""
+            {"private": {"admin": {"pendingContent": {"a": {"order": 1, "type": "text", "text": "t", "checkAll": true}}},
+                         "adminable": {"users": {"u1": {"content": {"a": {"text": "t"}}, "profile": "p"},
+                                                 "u2": {"profile": "q"}},
+                                       "tiers": {"1": {"content": {"a": {"text": "t"}}}}}},
+             "public": {"admin": {"content": {"a": {"text": "t"}}}},
+             "chat": {"m": 1}}
+            """#))
+
+    @Test(arguments: [
+        ("chat/n", #""hi""#, true), ("private/adminable/users/u1/profile", #""new""#, true),
+        ("private/adminable/users/u3/profile", #""new""#, true), ("private/adminable/users/u2", "null", true),
+        ("public/other", "1", true), ("private/adminable/else", "1", true),
+        ("private/admin/pendingContent/a/text", #""edited""#, false), ("private/admin/settings/isolateGroups", "true", false),
+        ("private/admin/anything", "1", false), ("public/admin/content/b", "1", false),
+        ("private/adminable/users/u1/content/b", "1", false), ("private/adminable/users/u3/content/a", "1", false),
+        ("private/adminable/users/u1", "null", false), ("private/adminable/users/u1", #""leaf""#, false),
+        ("private/adminable/tiers/1/content", "null", false), ("private/adminable/groups/g/content/a", "1", false),
+        ("private/adminable", "null", false),
+    ])
+    func aWriteChangesTheInputsOnlyWhereTheEngineReads(path: String, value: String, same: Bool) throws {
+        let written = Self.root.setting(try Node.from(json: JSONValue.parse(value)), at: try Path(parsing: path))
+        #expect(PublishEngine.readsSameInputs(Self.root, written) == same)
+    }
+
+    @Test func equalDataWrittenAgainIsStillAChange() throws {
+        #expect(PublishEngine.readsSameInputs(Self.root, Self.root))
+        let content = Self.root.node(at: PublishLayout.userContent("u1"))
+        let copy = try Node.from(json: content.json())
+        #expect(copy !== content)
+        #expect(!PublishEngine.readsSameInputs(Self.root, Self.root.setting(copy, at: PublishLayout.userContent("u1"))))
+    }
+}

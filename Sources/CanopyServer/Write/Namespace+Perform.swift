@@ -10,7 +10,7 @@
 //     4. data writes: the policy decides `.write` / `.update` on the old and the new tree;
 //     5. commit (`Namespace.commit`, which takes only an `AuthorizedWrite`, made nowhere but here);
 //        an admin action's steps 2–3 run on the compute thread instead (`performOffLoop`), and it is committed
-//        only if the tree did not change meanwhile;
+//        only if the tree did not change meanwhile, or changed only where the engine reads nothing (`rebase`);
 //     6. answer from `whenDurable`: `.success(receipt)` or `.storageFailed`.
 //
 // Because `AuthorizedWrite` can only be made in this file, and only from an allowing decision, no front end can
@@ -129,6 +129,15 @@ extension Namespace {
         }
     }
 
+    /// The store rows of `built`'s writes against `root`. A publish's thousands of writes turn into rows on both
+    /// cores (each is a pure function of the two trees).
+    static func rows(of built: BuiltWrite, from root: Node) -> [StoreMutation] {
+        let newRoot = built.newRoot
+        return built.writes.map(\.path).parallelMap(minimumPerChunk: 256) {
+            Namespace.mutations(for: $0, before: root, after: newRoot)
+        }.flatMap { $0 }
+    }
+
     /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
     static let offLoopAttempts = 3
 
@@ -152,11 +161,7 @@ extension Namespace {
         offLoop {
             let result = Result { () throws(WriteError) -> (BuiltWrite, [StoreMutation]) in
                 let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher, items: items)
-                // A publish's thousands of writes turn into rows on both cores (each is a pure function of the trees).
-                let newRoot = built.newRoot
-                let mutations = built.writes.map(\.path).parallelMap(minimumPerChunk: 256) {
-                    Namespace.mutations(for: $0, before: root, after: newRoot)
-                }.flatMap { $0 }
+                let mutations = Namespace.rows(of: built, from: root)
                 // Hashes are cached per node: the ETags the answer and a conditional retry need are computed here.
                 _ = root.node(at: PublishLayout.pendingContent).etag
                 _ = built.newRoot.node(at: PublishLayout.pendingContent).etag
@@ -172,12 +177,62 @@ extension Namespace {
         }
     }
 
+    /// Rebases tried on the compute thread before one is done on the loop, which the tree cannot change under.
+    static let offLoopRebases = 1
+
+    /// Commits `built`'s writes, computed from an older tree whose engine inputs are those of the current one
+    /// (`PublishEngine.readsSameInputs`), on the current tree: its new tree and store rows are made again, on the
+    /// compute thread (then checked again like a first build), or on the loop once `offLoopRebases` were overtaken
+    /// by further writes. The action is authorized again first: the identity's rights may have changed meanwhile.
+    private func rebase(
+        _ built: BuiltWrite, _ operation: WriteOperation, as identity: Identity, now: Int64,
+        condition: WriteCondition?, attempt: Int, rebases: Int,
+        _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+    ) {
+        guard case .admin(let action) = operation else { preconditionFailure("admin actions only") }
+        let decision = authorizeAdmin(action.name, as: identity, now: now)
+        guard decision.allowed else { return completion(.failure(.permissionDenied(reason: decision.reason))) }
+        let root = self.root
+        let version = self.version
+        let (writes, access, path, mergeBase, resolved) =
+            (built.writes, built.access, built.path, built.mergeBase, built.resolved)
+        let rebuild: @Sendable () -> (BuiltWrite, [StoreMutation]) = {
+            let rebuilt = BuiltWrite(
+                writes: writes, newRoot: Namespace.applying(writes, to: root), access: access, path: path,
+                mergeBase: mergeBase, resolved: resolved)
+            return (rebuilt, Namespace.rows(of: rebuilt, from: root))
+        }
+        guard rebases <= Self.offLoopRebases, let offLoop else {
+            return finishOffLoop(
+                operation, as: identity, now: now, condition: condition, attempt: attempt, rebases: rebases,
+                computed: .success(rebuild()), from: root, version: version, decision: decision, completion)
+        }
+        let loop = self.loop
+        let back = LoopHeld((self, completion), loop: loop)
+        offLoop {
+            let computed = LoopHeld(Result<(BuiltWrite, [StoreMutation]), WriteError>.success(rebuild()), loop: loop)
+            loop.execute {
+                let (namespace, completion) = back.value
+                namespace.finishOffLoop(
+                    operation, as: identity, now: now, condition: condition, attempt: attempt, rebases: rebases,
+                    computed: computed.value, from: root, version: version, decision: decision, completion)
+            }
+        }
+    }
+
     private func finishOffLoop(
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?, attempt: Int,
-        computed: Result<(BuiltWrite, [StoreMutation]), WriteError>, from old: Node, version: UInt64,
-        decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
+        rebases: Int = 0, computed: Result<(BuiltWrite, [StoreMutation]), WriteError>, from old: Node,
+        version: UInt64, decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
         guard self.version == version else {
+            // Written meanwhile, but nowhere the engine reads: the same writes hold for the tree as it is now, and
+            // only the new tree and its rows are made again (a publish must not fail because attendees are busy).
+            if case .success(let (built, _)) = computed, PublishEngine.readsSameInputs(old, root) {
+                return rebase(
+                    built, operation, as: identity, now: now, condition: condition, attempt: attempt,
+                    rebases: rebases + 1, completion)
+            }
             guard attempt < Self.offLoopAttempts, let offLoop else { return completion(.failure(.conflict)) }
             performOffLoop(
                 operation, as: identity, now: now, condition: condition, on: offLoop, attempt: attempt + 1, completion)
