@@ -14,7 +14,7 @@ import Testing
     @Test(.timeLimit(.minutes(2))) func thePublishAfterTheReplayIsItsOwnRowAndEditsReachOnlyTheirListeners() throws {
         let r = try runCanopy([
             "bench", "publish", "--items", "30", "--attendees", "60", "--tiers", "4", "--groups", "3", "--sockets", "12",
-            "--rounds", "2",
+            "--rounds", "2", "--background-writes", "40",
         ])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         #expect(rows(r.stdout, startingWith: "atomic publish #").count == 2, "\(r.stdout)")
@@ -36,5 +36,10 @@ import Testing
             #expect(!edit.joined(separator: " ").contains("unconverged"), "\(edit)")
         }
         #expect(rows(r.stdout, startingWith: "incremental median").count == 1, "\(r.stdout)")
+
+        // The event's other traffic went on throughout, and none of it reached a subscriber (stray subs above).
+        let background = rows(r.stdout, startingWith: "background writes:")
+        #expect(background.count == 1, "\(r.stdout)")
+        #expect(background.first.map { Int($0[2]) ?? 0 > 0 && $0.joined(separator: " ").hasSuffix(", 0 failed") } == true)
     }
 }

@@ -13,13 +13,15 @@ import CanopyPublish
 import Foundation
 
 /// `canopy bench publish [--items N] [--attendees N] [--tiers N] [--groups N] [--sockets N] [--seed N]
-/// [--rounds N] [--no-incremental] [--server BINARY]`.
+/// [--rounds N] [--no-incremental] [--background-writes N] [--server BINARY]`.
 struct PublishBenchmark {
     var shape = PublishBenchShape()
     var sockets = 1000
     var seed: UInt64 = 2026
     var rounds = 1
     var incremental = true
+    /// Small writes a second elsewhere in the event while the rows are measured (0: none).
+    var backgroundWrites = 0
     /// Another `canopy` to run as the daemon (to compare builds); default this one.
     var serverBinary: String?
 
@@ -34,6 +36,7 @@ struct PublishBenchmark {
             case "--seed": seed = UInt64(try arguments.int(for: option))
             case "--rounds": rounds = try arguments.int(for: option, in: 1...20)
             case "--no-incremental": incremental = false
+            case "--background-writes": backgroundWrites = try arguments.int(for: option, in: 0...10_000)
             case "--server": serverBinary = try arguments.value(for: option)
             default: throw .unknownOption(option, command: "bench publish")
             }
@@ -91,6 +94,7 @@ struct PublishBenchmark {
             throw CommandFailure("setup publish: subscribers did not converge (\(subscribers.observation().unmatchedListens) listens differ)")
         }
 
+        let background = backgroundWrites > 0 ? PublishBenchBackgroundWriter(perSecond: backgroundWrites, server: server) : nil
         var atomic: [Row] = []
         var replay: [Row] = []
         for round in 1...rounds {
@@ -129,7 +133,9 @@ struct PublishBenchmark {
                     ) { try server.request("POST", "/.canopy/publish") })
             }
         }
+        let backgroundLine = background?.stop()
         PublishBenchReport.print(atomic: atomic, replay: replay, afterReplay: afterReplay, incremental: edits)
+        if let backgroundLine { print(backgroundLine) }
     }
 
     /// `content` with the text of one tier-targeted item edited (an item some sockets listen to, not all), and

@@ -38,11 +38,13 @@ struct BenchCommand: Command {
           Canopy over TLS with Canopy in plaintext instead of Redis and prints the TLS/plaintext ratios.
           "cli core" is the benchmark client's CPU over wall time; a note says when it saturates a core.
         canopy bench publish [--items <n>] [--attendees <n>] [--tiers <n>] [--groups <n>] [--sockets <n>] [--seed <n>]
-                             [--rounds <n>] [--no-incremental] [--server <canopy binary>]
+                             [--rounds <n>] [--no-incremental] [--background-writes <n>] [--server <canopy binary>]
           Times one atomic publish against the seed design's eight writes, then (unless --no-incremental)
           one publish over what the replay wrote (nothing changes) and an incremental publish: one item
           edited among <items>; commit and delivery ms, the daemon's CPU, bytes per affected subscriber,
-          and subscribers that received something they do not listen to.
+          and subscribers that received something they do not listen to. --background-writes: meanwhile
+          another connection PUTs <n> small values a second elsewhere in the event, as a live event's
+          traffic would (a publish must not be held back by it).
         canopy bench isolation [--megabytes <n>] [--items <n>] [--attendees <n>] [--server <canopy binary>]
           p50/p99/max of small reads on namespace B while namespace A (a large tree) is loaded and while a
           publish is computed and committed on A.
