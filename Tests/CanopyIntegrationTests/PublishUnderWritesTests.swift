@@ -82,17 +82,25 @@ final class ComputeGate: Sendable {
         }
     }
 
+    /// Writes the event, holds the namespace's compute thread at a gate and starts a publish: the client and
+    /// headers to write with, the gate, and the wait for the publish's status.
+    private func startPublishing(_ server: InProcessServer) throws
+        -> (HTTPClient, [(String, String)], ComputeGate, () -> Int?)
+    {
+        let c = server.client()
+        let admin = [("Authorization", "Bearer \(server.admin)")]
+        #expect(try c.json("PUT", "/.json?ns=\(Self.ns)", Self.event, headers: admin).status == 200)
+        let gate = ComputeGate()
+        install(gate, server)
+        return (c, admin, gate, publishInBackground(server))
+    }
+
     @Test func writesElsewhereDoNotMakeAPublishFailAndItsRowsFollowTheTreeItLandsOn() throws {
         let data = makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: data) }
         var published: JSONValue?
         try withServer(configure: { $0.dataDirectory = data }) { server in
-            let c = server.client()
-            let admin = [("Authorization", "Bearer \(server.admin)")]
-            #expect(try c.json("PUT", "/.json?ns=\(Self.ns)", Self.event, headers: admin).status == 200)
-            let gate = ComputeGate()
-            install(gate, server)
-            let status = publishInBackground(server)
+            let (c, admin, gate, status) = try startPublishing(server)
 
             // Every computation is overtaken by a write elsewhere: before, the publish failed after three.
             var writes = 0
@@ -136,12 +144,7 @@ final class ComputeGate: Sendable {
 
     @Test func aWriteWhereThePublishReadsMakesItComputeAgain() throws {
         try withServer { server in
-            let c = server.client()
-            let admin = [("Authorization", "Bearer \(server.admin)")]
-            #expect(try c.json("PUT", "/.json?ns=\(Self.ns)", Self.event, headers: admin).status == 200)
-            let gate = ComputeGate()
-            install(gate, server)
-            let status = publishInBackground(server)
+            let (c, admin, gate, status) = try startPublishing(server)
 
             // First a draft changes, then a derived location: each time the work done is thrown away.
             #expect(gate.waitForWork(seconds: 10))

@@ -149,9 +149,7 @@ extension Namespace {
         on offLoop: @escaping (@escaping @Sendable () -> Void) -> Void, attempt: Int,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
-        guard case .admin(let action) = operation else { preconditionFailure("admin actions only") }
-        let decision = authorizeAdmin(action.name, as: identity, now: now)
-        guard decision.allowed else { return completion(.failure(.permissionDenied(reason: decision.reason))) }
+        guard let decision = admitted(operation, as: identity, now: now, completion) else { return }
         let root = self.root
         let version = self.version
         let publisher = identity.uid
@@ -177,6 +175,21 @@ extension Namespace {
         }
     }
 
+    /// The policy's allowing decision on admin action `operation` for `identity`; nil once `completion` was told
+    /// of the refusal.
+    private func admitted(
+        _ operation: WriteOperation, as identity: Identity, now: Int64,
+        _ completion: (Result<WriteReceipt, WriteError>) -> Void
+    ) -> AccessDecision? {
+        guard case .admin(let action) = operation else { preconditionFailure("admin actions only") }
+        let decision = authorizeAdmin(action.name, as: identity, now: now)
+        guard decision.allowed else {
+            completion(.failure(.permissionDenied(reason: decision.reason)))
+            return nil
+        }
+        return decision
+    }
+
     /// Rebases tried on the compute thread before one is done on the loop, which the tree cannot change under.
     static let offLoopRebases = 1
 
@@ -189,9 +202,7 @@ extension Namespace {
         condition: WriteCondition?, attempt: Int, rebases: Int,
         _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
-        guard case .admin(let action) = operation else { preconditionFailure("admin actions only") }
-        let decision = authorizeAdmin(action.name, as: identity, now: now)
-        guard decision.allowed else { return completion(.failure(.permissionDenied(reason: decision.reason))) }
+        guard let decision = admitted(operation, as: identity, now: now, completion) else { return }
         let root = self.root
         let version = self.version
         let (writes, access, path, mergeBase, resolved) =
