@@ -145,3 +145,59 @@ struct RandomEvent {
         }
     }
 }
+
+/// Random events and random writes beside them: whenever `readsSameInputs` says a write left the engine's inputs as
+/// they were, publishing from the tree before it gives exactly the writes of publishing from the tree after it
+/// (what lets the server commit a publish that such writes overtook, `Namespace.rebase`).
+@Suite struct PublishInputsPropertyTests {
+    /// A random write somewhere in an event: mostly where the engine reads nothing, sometimes where it does.
+    static func randomWrite(_ generator: inout RandomEvent) -> (path: Path, node: Node) {
+        let ids = generator.attendees.map(\.id) + ["9999"]
+        let id = ids.randomElement(using: &generator.rng)!
+        let tier = RandomEvent.tiers.randomElement(using: &generator.rng)!
+        let value: JSONValue = [.int(7), .string("x"), .null, ["a": 1, "b": ["c": true]]].randomElement(using: &generator.rng)!
+        let segments: [[String]] = [
+            ["chat", "m\(Int.random(in: 0..<3, using: &generator.rng))"],
+            ["private", "adminable", "users", id, "profile"],
+            ["private", "adminable", "tiers", tier, "name"],
+            ["private", "adminable", "groups", "10", "members"],
+            ["private", "adminable", "users", id],
+            ["private", "adminable", "users", id, "content", "a"],
+            ["private", "admin", "settings", "theme"],
+            ["public", "admin", "other"],
+            ["public", "admin", "content", "z"],
+        ]
+        let path = Path(segments: segments.randomElement(using: &generator.rng)!)
+        return (path, Node.literal(value))
+    }
+
+    @Test(arguments: [false, true])
+    func writesThatLeaveTheInputsLeaveThePublish(isolateGroups: Bool) throws {
+        var same = 0
+        var changed = 0
+        for seed in UInt64(1)...200 {
+            var generator = RandomEvent(seed: seed &* 104_729 &+ (isolateGroups ? 1 : 0))
+            let before = generator.items()
+            let after = generator.items()
+            var root = event(pending: generator.json(before), isolateGroups: isolateGroups)
+            root = root.applying(try PublishEngine.publishWrites(root: root, now: 1, publisher: nil))
+            root = root.setting(Node.literal(generator.json(after)), at: PublishLayout.pendingContent)
+            var overtaken = root
+            for _ in 0..<Int.random(in: 1...3, using: &generator.rng) {
+                let write = Self.randomWrite(&generator)
+                overtaken = overtaken.setting(write.node, at: write.path)
+            }
+            guard PublishEngine.readsSameInputs(root, overtaken) else {
+                changed += 1
+                continue
+            }
+            same += 1
+            let computed = try PublishEngine.publishWrites(root: root, now: 2, publisher: "p")
+            let again = try PublishEngine.publishWrites(root: overtaken, now: 2, publisher: "p")
+            #expect(computed.map(\.path) == again.map(\.path), "seed \(seed)")
+            #expect(computed.map { $0.node.json() } == again.map { $0.node.json() }, "seed \(seed)")
+        }
+        // Both kinds were drawn often enough for the property to mean something.
+        #expect(same >= 50 && changed >= 20, "same \(same), changed \(changed)")
+    }
+}
