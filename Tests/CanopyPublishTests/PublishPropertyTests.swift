@@ -86,6 +86,16 @@ struct RandomEvent {
         return .array(ids.map { stored($0) })
     }
 
+    /// An event whose random items were published, then replaced in `pendingContent` by other random items (so a
+    /// publish must delete stale copies): the tree and the pending items.
+    mutating func publishedThenEdited(isolateGroups: Bool) throws -> (root: Node, pending: [ModelItem]) {
+        let before = items()
+        let after = items()
+        var root = event(pending: json(before), isolateGroups: isolateGroups)
+        root = root.applying(try PublishEngine.publishWrites(root: root, now: 1, publisher: nil))
+        return (root.setting(Node.literal(json(after)), at: PublishLayout.pendingContent), after)
+    }
+
     mutating func json(_ items: [ModelItem]) -> JSONValue {
         var members: [JSONMember] = []
         for item in items {
@@ -114,12 +124,8 @@ struct RandomEvent {
     func mergedFeedsEqualTheVisibilityDefinition(isolateGroups: Bool) throws {
         for seed in UInt64(1)...150 {
             var generator = RandomEvent(seed: seed &* 7919 &+ (isolateGroups ? 1 : 0))
-            let before = generator.items()
-            let after = generator.items()
-            var root = event(pending: generator.json(before), isolateGroups: isolateGroups)
-            root = root.applying(try PublishEngine.publishWrites(root: root, now: 1, publisher: nil))
-            root = root.setting(Node.literal(generator.json(after)), at: PublishLayout.pendingContent)
-            root = root.applying(try PublishEngine.publishWrites(root: root, now: 2, publisher: nil))
+            let (edited, after) = try generator.publishedThenEdited(isolateGroups: isolateGroups)
+            let root = edited.applying(try PublishEngine.publishWrites(root: edited, now: 2, publisher: nil))
 
             for attendee in generator.attendees {
                 let feed = FeedMerger.merge(
@@ -177,11 +183,7 @@ struct RandomEvent {
         var changed = 0
         for seed in UInt64(1)...200 {
             var generator = RandomEvent(seed: seed &* 104_729 &+ (isolateGroups ? 1 : 0))
-            let before = generator.items()
-            let after = generator.items()
-            var root = event(pending: generator.json(before), isolateGroups: isolateGroups)
-            root = root.applying(try PublishEngine.publishWrites(root: root, now: 1, publisher: nil))
-            root = root.setting(Node.literal(generator.json(after)), at: PublishLayout.pendingContent)
+            let root = try generator.publishedThenEdited(isolateGroups: isolateGroups).root
             var overtaken = root
             for _ in 0..<Int.random(in: 1...3, using: &generator.rng) {
                 let write = Self.randomWrite(&generator)
