@@ -214,9 +214,11 @@ private final class LoadGate: Sendable {
         }
         #expect(try loads() == 1, "loaded again while in use")
         #expect(server.daemon.openNamespaceNames() == ["big"])
-        // Another namespace used: the budget closes the one used before it.
+        // Another namespace used: the budget closes the one used before it, when the load of the new one ends or, if
+        // something of the last write still held the old one then (CI once saw it open right after), at the next
+        // sweep.
         #expect(try server.client().json("GET", "/v.json?ns=other", headers: admin).json == "other")
-        #expect(server.daemon.openNamespaceNames() == ["other"])
+        #expect(waitUntil { server.daemon.openNamespaceNames() == ["other"] }, "\(server.daemon.openNamespaceNames())")
         #expect(try server.client().json("GET", "/w/r.json?ns=big", headers: admin).json == .int(Int64(round - 1)))
         #expect(try loads() == 3)
     }
