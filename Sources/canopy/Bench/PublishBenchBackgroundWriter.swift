@@ -30,21 +30,21 @@ final class PublishBenchBackgroundWriter: Sendable {
                 let now = benchNow()
                 if due > now { usleep(useconds_t((due - now) / 1_000)) }
                 let target = "/bench/background/w\(k % 1000).json?print=silent&ns=\(namespace)"
-                let status: Int
+                // nil once the write was acknowledged, else why not.
                 let problem: String?
                 do {
                     let answer = try client.request(
                         "PUT", target, headers: [("Authorization", "Bearer \(credential)")], body: Array("\(k)".utf8))
-                    (status, problem) = (answer.status, (200..<300).contains(answer.status) ? nil : answer.text)
+                    problem = (200..<300).contains(answer.status) ? nil : "\(answer.status): \(answer.text)"
                 } catch {
-                    (status, problem) = (0, "\(error)")
+                    problem = "\(error)"
                 }
                 counts.withLock { counts in
-                    if (200..<300).contains(status) {
-                        counts.written += 1
-                    } else {
+                    if let problem {
                         counts.failed += 1
                         if counts.firstError == nil { counts.firstError = problem }
+                    } else {
+                        counts.written += 1
                     }
                 }
             }
