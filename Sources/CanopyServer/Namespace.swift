@@ -149,13 +149,19 @@ public final class Namespace {
         let newRoot = authorized.newRoot
         let writes = authorized.writes
         // The mutations go straight into the open batch (no array per write on the hot path).
+        if authorized.rowsByWriter, !writes.isEmpty {
+            if store != nil, !isHoldingBatches {
+                return commitAlone(authorized)
+            }
+            // No file yet, or a reload under way: the batch is held, and its rows are made now.
+            let openedWith = openMutations.count
+            openMutations += Namespace.rows(of: authorized.built, from: old)
+            return finishCommit(
+                authorized, paths: writes.map(\.path), old: old, added: openMutations.count - openedWith)
+        }
         let openedWith = openMutations.count
         var paths: [Path]
-        if let precomputed = authorized.mutations {
-            // Computed off the loop from this very tree (the caller checked `version`).
-            openMutations += precomputed
-            paths = writes.map(\.path)
-        } else if writes.count == 1 {
+        if writes.count == 1 {
             openMutations += Namespace.mutations(for: writes[0].path, before: old, after: newRoot)
             paths = [writes[0].path]
         } else {
@@ -166,7 +172,24 @@ public final class Namespace {
                 if openMutations.count > before { paths.append(write.path) }
             }
         }
-        let added = openMutations.count - openedWith
+        finishCommit(authorized, paths: paths, old: old, added: openMutations.count - openedWith)
+    }
+
+    /// Commits an admin action's writes as a batch of their own, whose rows the store's writer makes while it
+    /// writes them (`PublishRows`): the batch filled so far this pass goes to the store first, so batches keep
+    /// their order; later writes of this pass start a new one.
+    private func commitAlone(_ authorized: AuthorizedWrite) {
+        let old = root
+        flush()
+        let rows = PublishRows(paths: authorized.writes.map(\.path), before: old, after: authorized.newRoot)
+        finishCommit(authorized, paths: rows.paths, old: old, added: rows.estimatedRowCount)
+        submitOpenBatch(rows: rows)
+    }
+
+    /// Records a committed write whose `added` rows (estimated when the writer makes them) joined the open batch;
+    /// none: it changes nothing.
+    private func finishCommit(_ authorized: AuthorizedWrite, paths: [Path], old: Node, added: Int) {
+        let newRoot = authorized.newRoot
         guard added > 0 else { return }
         if openBefore == nil { openBefore = old }
         estimatedBytes += added * Namespace.bytesPerRow
@@ -226,10 +249,16 @@ public final class Namespace {
     /// Hands the batch filled during this loop pass to the store's writer thread (the before-sleep hook).
     public func flush() {
         guard !openMutations.isEmpty, !isHoldingBatches else { return }
-        guard let store else {
+        guard store != nil else {
             createStore()
             return
         }
+        submitOpenBatch(rows: nil)
+    }
+
+    /// Hands the open batch to the store (which must exist, batches not held), with `rows` made by its writer.
+    private func submitOpenBatch(rows: PublishRows?) {
+        guard let store else { preconditionFailure("a batch is submitted to an open store") }
         let open = takeOpenBatch()
         nextBatchID += 1
         let id = nextBatchID
@@ -240,7 +269,7 @@ public final class Namespace {
         let visibleMayWait = !(hasSubscribers?() ?? true)
         let submit: @Sendable () -> Void = {
             store.submit(
-                mutations,
+                mutations, rows: rows,
                 visible: { loop.execute { bound.value?.batchVisible(id) } },
                 visibleMayWaitForSync: visibleMayWait
             ) { result in

@@ -11,6 +11,15 @@ enum LeafCodec {
     ///
     /// - Throws: `.invalidMutation` for null, arrays, objects and non-finite doubles.
     static func encode(_ value: JSONValue, path: [String]) throws(StoreError) -> String {
+        var text: [UInt8] = []
+        try encode(value, path: path, into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Replaces `text` with the JSON text of a primitive, as UTF-8 (the writer binds it without making a `String`).
+    ///
+    /// - Throws: `.invalidMutation` for null, arrays, objects and non-finite doubles.
+    static func encode(_ value: JSONValue, path: [String], into text: inout [UInt8]) throws(StoreError) {
         switch value {
         case .bool, .int, .string: break
         case .double(let number):
@@ -21,7 +30,8 @@ enum LeafCodec {
             throw StoreError(
                 .invalidMutation, "only a string, number or boolean can be stored", location: display(path))
         }
-        return value.serialized()
+        text.removeAll(keepingCapacity: true)
+        value.write(into: &text)
     }
 
     /// The primitive written by `encode`.

@@ -89,6 +89,8 @@ public final class NamespaceStore: Sendable {
     /// completion must not block for long (it holds a thread every store shares).
     /// - Parameters:
     ///   - mutations: applied in order, all or nothing.
+    ///   - rows: further rows, made by the writer while it writes them, after `mutations` and in the same
+    ///     transaction (see `StoreRowSource`).
     ///   - visible: called on a store thread, in submission order and before `completion`, as soon as the
     ///     COMMIT wrote the mutations to the WAL — from then on they survive a crash of this process (`kill -9`),
     ///     and with `.full` the WAL sync that makes them survive power loss follows. Not called on failure.
@@ -99,11 +101,12 @@ public final class NamespaceStore: Sendable {
     ///     sync fails, `visible` is not called.)
     ///   - completion: called exactly once.
     public func submit(
-        _ mutations: [StoreMutation], visible: (@Sendable () -> Void)? = nil, visibleMayWaitForSync: Bool = false,
-        completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
+        _ mutations: [StoreMutation], rows: (any StoreRowSource)? = nil, visible: (@Sendable () -> Void)? = nil,
+        visibleMayWaitForSync: Bool = false, completion: @escaping @Sendable (Result<UInt64, StoreError>) -> Void
     ) {
         let submission = SubmissionQueue.Submission(
-            mutations: mutations, visible: visible, visibleMayWait: visibleMayWaitForSync, completion: completion)
+            mutations: mutations, rows: rows, visible: visible, visibleMayWait: visibleMayWaitForSync,
+            completion: completion)
         if !lane.enqueue(.submission(submission)) {
             completion(.failure(StoreError(.closed, "the store is closed", location: path)))
         }
@@ -197,15 +200,15 @@ public final class NamespaceStore: Sendable {
             var mutationCount = 0
             while end < submissions.count,
                 end == head
-                    || mutationCount + submissions[end].mutations.count <= options.maximumMutationsPerTransaction
+                    || mutationCount + submissions[end].rowCount <= options.maximumMutationsPerTransaction
             {
-                mutationCount += submissions[end].mutations.count
+                mutationCount += submissions[end].rowCount
                 end += 1
             }
             let group = submissions[head..<end]
             head = end
             let started = monotonicNanoseconds()
-            var results = writer.commit(group.map(\.mutations), beforeCommit: options.beforeCommit)
+            var results = writer.commit(group.map(\.work), beforeCommit: options.beforeCommit)
             options.commitLatency?.observe(since: started)
             queue.revision.store(writer.revision, ordering: .releasing)
             queue.transactionCount.add(1, ordering: .relaxed)

@@ -112,33 +112,30 @@ enum StoreSchema {
     ///
     /// - Throws: `.invalidMutation` when a key is empty or contains "/" (it would alias another path).
     static func key(for path: [String]) throws(StoreError) -> String {
-        // Checked and joined in one pass over the bytes (each mutation of every commit makes one or more keys).
-        var total = max(0, path.count - 1)
-        for segment in path { total += segment.utf8.count }
+        var text: [UInt8] = []
+        try key(for: path, into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Replaces `key` with the row key of `path`, as UTF-8: checked and joined in one pass over the bytes (each
+    /// mutation of every commit makes one or more keys, bound without making a `String`).
+    ///
+    /// - Throws: `.invalidMutation` when a key is empty or contains "/" (it would alias another path).
+    static func key(for path: [String], into key: inout [UInt8]) throws(StoreError) {
+        key.removeAll(keepingCapacity: true)
         var valid = true
-        let key = String(unsafeUninitializedCapacity: total) { out in
-            var at = 0
-            for (index, segment) in path.enumerated() {
-                if index > 0 {
-                    out[at] = UInt8(ascii: "/")
-                    at += 1
-                }
-                var segment = segment
-                segment.withUTF8 { bytes in
-                    if bytes.isEmpty || bytes.contains(UInt8(ascii: "/")) { valid = false }
-                    for byte in bytes {
-                        out[at] = byte
-                        at += 1
-                    }
-                }
+        for (index, segment) in path.enumerated() {
+            if index > 0 { key.append(UInt8(ascii: "/")) }
+            var segment = segment
+            segment.withUTF8 { bytes in
+                if bytes.isEmpty || bytes.contains(UInt8(ascii: "/")) { valid = false }
+                key.append(contentsOf: bytes)
             }
-            return at
         }
         guard valid else {
             throw StoreError(
                 .invalidMutation, "a key must be non-empty and free of '/'", location: LeafCodec.display(path))
         }
-        return key
     }
 
     /// The path of a row key (inverse of `key(for:)`).

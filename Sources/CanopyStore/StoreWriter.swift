@@ -1,6 +1,7 @@
 import CSQLite
 // StoreWriter -- the writer thread's side of a namespace store: one connection, one transaction per group.
 import CanopyCore
+import Dispatch
 
 /// Applies groups of submissions to one namespace file, one transaction per group.
 ///
@@ -10,6 +11,12 @@ import CanopyCore
 /// whole transaction (COMMIT fails, or SQLite rolls back by itself after `SQLITE_FULL`/`SQLITE_IOERR`)
 /// fails every submission of the group; nothing of the group is on disk.
 final class StoreWriter {
+    /// What one submission writes: its mutations, then the rows of its source.
+    struct Work: Sendable {
+        var mutations: [StoreMutation]
+        var rows: (any StoreRowSource)? = nil
+    }
+
     let connection: SQLiteConnection
     private var cache: StatementCache
     /// The revision of the last committed submission.
@@ -167,6 +174,11 @@ final class StoreWriter {
     /// - Returns: one result per submission: its revision, or why it failed.
     func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
     {
+        commit(group.map { Work(mutations: $0) }, beforeCommit: beforeCommit)
+    }
+
+    /// Applies `group` in one transaction and commits it (each submission's rows too; see `StoreRowSource`).
+    func commit(_ group: [Work], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>] {
         // Submissions almost never fail, so the group is first applied without a savepoint around each one (two
         // statements fewer per write). If one does fail, that transaction is rolled back and the group applied
         // again with savepoints, so only the failing submissions fail.
@@ -177,7 +189,7 @@ final class StoreWriter {
     }
 
     /// The whole group in one transaction without savepoints; nil (and nothing changed) if a submission failed.
-    private func commitWithoutSavepoints(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)?)
+    private func commitWithoutSavepoints(_ group: [Work], beforeCommit: (@Sendable () -> Void)?)
         -> [Result<UInt64, StoreError>]?
     {
         do {
@@ -185,8 +197,8 @@ final class StoreWriter {
         } catch {
             return failAll(group, StoreError(error, location: connection.path))
         }
-        for mutations in group {
-            if case .failure = applyAll(mutations) {
+        for work in group {
+            if case .failure = applyAll(work) {
                 if !connection.isAutocommit { try? run(StoreSchema.SQL.rollback) }
                 return nil
             }
@@ -203,7 +215,7 @@ final class StoreWriter {
     }
 
     private func commit(
-        _ group: [[StoreMutation]], usesSavepoints: Bool, beforeCommit: (@Sendable () -> Void)?
+        _ group: [Work], usesSavepoints: Bool, beforeCommit: (@Sendable () -> Void)?
     ) -> [Result<UInt64, StoreError>] {
         do {
             try run(StoreSchema.SQL.begin)
@@ -214,8 +226,8 @@ final class StoreWriter {
         results.reserveCapacity(group.count)
         var next = revision
         // A lone submission needs no savepoint: if it fails, rolling back the transaction undoes exactly it.
-        for mutations in group {
-            switch usesSavepoints ? applyInSavepoint(mutations) : applyAll(mutations) {
+        for work in group {
+            switch usesSavepoints ? applyInSavepoint(work) : applyAll(work) {
             case .success:
                 next += 1
                 results.append(.success(next))
@@ -256,23 +268,41 @@ final class StoreWriter {
         sequence.sync()
     }
 
-    private func applyAll(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {
+    private func applyAll(_ work: Work) -> Result<Void, StoreError> {
         do throws(StoreError) {
-            for mutation in mutations { try apply(mutation) }
+            try apply(work)
             return .success(())
         } catch {
             return .failure(error)
         }
     }
 
-    private func applyInSavepoint(_ mutations: [StoreMutation]) -> Result<Void, StoreError> {
+    private func apply(_ work: Work) throws(StoreError) {
+        for mutation in work.mutations { try apply(mutation) }
+        if let rows = work.rows { try apply(rows) }
+    }
+
+    /// Writes the rows of `source`, piece by piece. A helper on another core makes the pieces in order; this
+    /// thread writes each one as soon as it is made, and makes the next one itself when the helper has not started
+    /// it yet, so that both cores make rows while SQLite is not the one behind (see `RowPieces`).
+    private func apply(_ source: any StoreRowSource) throws(StoreError) {
+        let pieces = RowPieces(source)
+        guard pieces.count > 0 else { return }
+        if pieces.count > 1 { DispatchQueue.global(qos: .userInitiated).async { pieces.makeAll() } }
+        defer { pieces.stop() }
+        for piece in 0..<pieces.count {
+            for mutation in pieces.take(piece) { try apply(mutation) }
+        }
+    }
+
+    private func applyInSavepoint(_ work: Work) -> Result<Void, StoreError> {
         do {
             try run(StoreSchema.SQL.savepoint)
         } catch {
             return .failure(StoreError(error, location: connection.path))
         }
         do throws(StoreError) {
-            for mutation in mutations { try apply(mutation) }
+            try apply(work)
             try sqlite { () throws(SQLiteError) in try run(StoreSchema.SQL.release) }
             return .success(())
         } catch {
@@ -294,49 +324,63 @@ final class StoreWriter {
         try cache.statement(sql).run()
     }
 
+    /// The key, value and priority text of the row being written, as UTF-8: reused by every mutation, so a row's
+    /// text is neither allocated nor validated as a `String` again (a publish writes 12,000 rows in one commit).
+    private var keyText: [UInt8] = []
+    private var valueText: [UInt8] = []
+    private var priorityText: [UInt8] = []
+
     private func apply(_ mutation: StoreMutation) throws(StoreError) {
-        let key = try StoreSchema.key(for: mutation.path)
+        try StoreSchema.key(for: mutation.path, into: &keyText)
         switch mutation {
         case .deleteSubtree:
-            try sqlite { () throws(SQLiteError) in try deleteSubtree(key) }
+            try sqlite { () throws(SQLiteError) in try deleteSubtree() }
         case .deleteRow:
             try sqlite { () throws(SQLiteError) in
                 let exact = try cache.statement(StoreSchema.SQL.deleteKey)
-                try exact.bind(key, at: 1)
+                try exact.bind(utf8: keyText, at: 1)
                 try exact.run()
             }
         case .putLeaf(let path, let value, let priority):
-            let text = try LeafCodec.encode(value, path: path)
-            let priorityText = try priority.map { (p) throws(StoreError) in try LeafCodec.encode(p, path: path) }
-            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .leaf, value: text, priority: priorityText) }
-        case .putPriority(let path, let priority):
-            let priorityText = try LeafCodec.encode(priority, path: path)
-            try sqlite { () throws(SQLiteError) in try upsert(key, kind: .priority, value: nil, priority: priorityText)
+            try LeafCodec.encode(value, path: path, into: &valueText)
+            if let priority { try LeafCodec.encode(priority, path: path, into: &priorityText) }
+            try sqlite { () throws(SQLiteError) in
+                try upsert(kind: .leaf, hasValue: true, hasPriority: priority != nil)
             }
+        case .putPriority(let path, let priority):
+            try LeafCodec.encode(priority, path: path, into: &priorityText)
+            try sqlite { () throws(SQLiteError) in try upsert(kind: .priority, hasValue: false, hasPriority: true) }
         }
     }
 
-    /// Deletes the row at `key` and the rows below it (see "SUBTREE RANGES" in StoreSchema).
-    private func deleteSubtree(_ key: String) throws(SQLiteError) {
-        if key.isEmpty {
+    /// Deletes the row at `keyText` and the rows below it (see "SUBTREE RANGES" in StoreSchema).
+    private func deleteSubtree() throws(SQLiteError) {
+        if keyText.isEmpty {
             try cache.statement(StoreSchema.SQL.deleteAll).run()
             return
         }
         let exact = try cache.statement(StoreSchema.SQL.deleteKey)
-        try exact.bind(key, at: 1)
+        try exact.bind(utf8: keyText, at: 1)
         try exact.run()
         let range = try cache.statement(StoreSchema.SQL.deleteRange)
-        try range.bind(key + "/", at: 1)
-        try range.bind(key + "0", at: 2)
+        keyText.append(UInt8(ascii: "/"))
+        try range.bind(utf8: keyText, at: 1)
+        keyText[keyText.count - 1] = UInt8(ascii: "0")
+        try range.bind(utf8: keyText, at: 2)
         try range.run()
     }
 
-    private func upsert(_ key: String, kind: StoredEntry.Kind, value: String?, priority: String?) throws(SQLiteError) {
+    /// Writes the row at `keyText` with `valueText` and `priorityText` where present (NULL where not).
+    private func upsert(kind: StoredEntry.Kind, hasValue: Bool, hasPriority: Bool) throws(SQLiteError) {
         let statement = try cache.statement(StoreSchema.SQL.upsertNode)
-        try statement.bind(key, at: 1)
+        try statement.bind(utf8: keyText, at: 1)
         try statement.bind(kind.rawValue, at: 2)
-        try statement.bind(value, at: 3)
-        try statement.bind(priority, at: 4)
+        if hasValue { try statement.bind(utf8: valueText, at: 3) } else { try statement.bind(nil as String?, at: 3) }
+        if hasPriority {
+            try statement.bind(utf8: priorityText, at: 4)
+        } else {
+            try statement.bind(nil as String?, at: 4)
+        }
         try statement.run()
     }
 
@@ -345,7 +389,7 @@ final class StoreWriter {
         do { try body() } catch { throw StoreError(error, location: connection.path) }
     }
 
-    private func failAll(_ group: [[StoreMutation]], _ error: StoreError) -> [Result<UInt64, StoreError>] {
+    private func failAll(_ group: [Work], _ error: StoreError) -> [Result<UInt64, StoreError>] {
         if !connection.isAutocommit { try? run(StoreSchema.SQL.rollback) }
         return Array(repeating: .failure(error), count: group.count)
     }

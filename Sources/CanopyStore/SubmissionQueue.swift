@@ -8,11 +8,19 @@ final class SubmissionQueue: Sendable {
     /// One call to `submit`.
     struct Submission: Sendable {
         let mutations: [StoreMutation]
+        /// Rows the writer makes after `mutations`, while it writes them (see `StoreRowSource`).
+        var rows: (any StoreRowSource)? = nil
         let visible: (@Sendable () -> Void)?
         /// Whether `visible` may wait for the WAL sync (nobody is waiting to be told early; see
         /// `NamespaceStore.submit`).
         let visibleMayWait: Bool
         let completion: @Sendable (Result<UInt64, StoreError>) -> Void
+
+        /// The rows it writes, `rows` estimated.
+        var rowCount: Int { mutations.count + (rows?.estimatedRowCount ?? 0) }
+
+        /// What the writer applies.
+        var work: StoreWriter.Work { StoreWriter.Work(mutations: mutations, rows: rows) }
     }
 
     /// One item of the writer lane: a submission, or work that must see every submission before it committed.

@@ -25,18 +25,19 @@ struct AuthorizedWrite {
     /// The writes as built (held, not copied: a write's path is the hot path of the daemon).
     let built: BuiltWrite
     let decision: AccessDecision
-    /// The store mutations, when they were computed off the loop from the tree the write applies to.
-    let mutations: [StoreMutation]?
+    /// Whether the store writer makes its rows while it writes them (`PublishRows`), rather than the loop now: an
+    /// admin action's thousands of writes.
+    let rowsByWriter: Bool
 
     var writes: [(path: Path, node: Node)] { built.writes }
     var newRoot: Node { built.newRoot }
     var mergeBase: Path? { built.mergeBase }
 
-    fileprivate init(_ built: BuiltWrite, decision: AccessDecision, mutations: [StoreMutation]? = nil) {
+    fileprivate init(_ built: BuiltWrite, decision: AccessDecision, rowsByWriter: Bool = false) {
         precondition(decision.allowed, "only an allowing decision authorizes a write")
         self.built = built
         self.decision = decision
-        self.mutations = mutations
+        self.rowsByWriter = rowsByWriter
     }
 }
 
@@ -129,8 +130,9 @@ extension Namespace {
         }
     }
 
-    /// The store rows of `built`'s writes against `root`. A publish's thousands of writes turn into rows on both
-    /// cores (each is a pure function of the two trees).
+    /// The store rows of `built`'s writes against `root`, on both cores (each is a pure function of the two trees):
+    /// for an admin action committed while its namespace's batches are held (otherwise the store's writer makes
+    /// them, `PublishRows`).
     static func rows(of built: BuiltWrite, from root: Node) -> [StoreMutation] {
         let newRoot = built.newRoot
         return built.writes.map(\.path).parallelMap(minimumPerChunk: 256) {
@@ -157,13 +159,12 @@ extension Namespace {
         let items = parsedItems
         let back = LoopHeld((self, completion), loop: loop)
         offLoop {
-            let result = Result { () throws(WriteError) -> (BuiltWrite, [StoreMutation]) in
+            let result = Result { () throws(WriteError) -> BuiltWrite in
                 let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher, items: items)
-                let mutations = Namespace.rows(of: built, from: root)
                 // Hashes are cached per node: the ETags the answer and a conditional retry need are computed here.
                 _ = root.node(at: PublishLayout.pendingContent).etag
                 _ = built.newRoot.node(at: PublishLayout.pendingContent).etag
-                return (built, mutations)
+                return built
             }
             let computed = LoopHeld(result, loop: loop)  // BuiltWrite holds tuples, which are not Sendable
             loop.execute {
@@ -194,9 +195,10 @@ extension Namespace {
     static let offLoopRebases = 1
 
     /// Commits `built`'s writes, computed from an older tree whose engine inputs are those of the current one
-    /// (`PublishEngine.readsSameInputs`), on the current tree: its new tree and store rows are made again, on the
-    /// compute thread (then checked again like a first build), or on the loop once `offLoopRebases` were overtaken
-    /// by further writes. The action is authorized again first: the identity's rights may have changed meanwhile.
+    /// (`PublishEngine.readsSameInputs`), on the current tree: its new tree is made again, on the compute thread
+    /// (then checked again like a first build), or on the loop once `offLoopRebases` were overtaken by further
+    /// writes; the store's writer makes its rows from the tree it lands on (`PublishRows`). The action is authorized
+    /// again first: the identity's rights may have changed meanwhile.
     private func rebase(
         _ built: BuiltWrite, _ operation: WriteOperation, as identity: Identity, now: Int64,
         condition: WriteCondition?, attempt: Int, rebases: Int,
@@ -207,11 +209,10 @@ extension Namespace {
         let version = self.version
         let (writes, access, path, mergeBase, resolved) =
             (built.writes, built.access, built.path, built.mergeBase, built.resolved)
-        let rebuild: @Sendable () -> (BuiltWrite, [StoreMutation]) = {
-            let rebuilt = BuiltWrite(
+        let rebuild: @Sendable () -> BuiltWrite = {
+            BuiltWrite(
                 writes: writes, newRoot: Namespace.applying(writes, to: root), access: access, path: path,
                 mergeBase: mergeBase, resolved: resolved)
-            return (rebuilt, Namespace.rows(of: rebuilt, from: root))
         }
         guard rebases <= Self.offLoopRebases, let offLoop else {
             return finishOffLoop(
@@ -221,7 +222,7 @@ extension Namespace {
         let loop = self.loop
         let back = LoopHeld((self, completion), loop: loop)
         offLoop {
-            let computed = LoopHeld(Result<(BuiltWrite, [StoreMutation]), WriteError>.success(rebuild()), loop: loop)
+            let computed = LoopHeld(Result<BuiltWrite, WriteError>.success(rebuild()), loop: loop)
             loop.execute {
                 let (namespace, completion) = back.value
                 namespace.finishOffLoop(
@@ -233,13 +234,13 @@ extension Namespace {
 
     private func finishOffLoop(
         _ operation: WriteOperation, as identity: Identity, now: Int64, condition: WriteCondition?, attempt: Int,
-        rebases: Int = 0, computed: Result<(BuiltWrite, [StoreMutation]), WriteError>, from old: Node,
+        rebases: Int = 0, computed: Result<BuiltWrite, WriteError>, from old: Node,
         version: UInt64, decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
         guard self.version == version else {
             // Written meanwhile, but nowhere the engine reads: the same writes hold for the tree as it is now, and
-            // only the new tree and its rows are made again (a publish must not fail because attendees are busy).
-            if case .success(let (built, _)) = computed, PublishEngine.readsSameInputs(old, root) {
+            // only the new tree is made again (a publish must not fail because attendees are busy).
+            if case .success(let built) = computed, PublishEngine.readsSameInputs(old, root) {
                 return rebase(
                     built, operation, as: identity, now: now, condition: condition, attempt: attempt,
                     rebases: rebases + 1, completion)
@@ -254,12 +255,12 @@ extension Namespace {
             whenDurable { _ in completion(.failure(.conditionFailed(current: current, at: condition.path))) }
             return
         }
-        let (built, mutations): (BuiltWrite, [StoreMutation])
+        let built: BuiltWrite
         switch computed {
-        case .success(let value): (built, mutations) = value
+        case .success(let value): built = value
         case .failure(let error): return completion(.failure(error))
         }
-        commit(AuthorizedWrite(built, decision: decision, mutations: mutations))
+        commit(AuthorizedWrite(built, decision: decision, rowsByWriter: true))
         let receipt = WriteReceipt(before: old, built: built)
         whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
     }

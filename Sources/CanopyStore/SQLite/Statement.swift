@@ -38,6 +38,20 @@ public final class Statement {
         try check(sqlite3_bind_double(handle, index, value))
     }
 
+    /// Binds UTF-8 text given as bytes (copied by SQLite) to the 1-based parameter `index`. The caller vouches that
+    /// `bytes` is valid UTF-8 (a row's key or JSON text made from Swift strings): no `String` is made for it.
+    public func bind(utf8 bytes: [UInt8], at index: Int32) throws(SQLiteError) {
+        let code = bytes.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                guard let base = chars.baseAddress else {
+                    return sqlite3_bind_text(handle, index, "", 0, csqlite_transient())
+                }
+                return sqlite3_bind_text(handle, index, base, Int32(chars.count), csqlite_transient())
+            }
+        }
+        try check(code)
+    }
+
     /// Binds UTF-8 text (copied by SQLite) to the 1-based parameter `index`; `nil` binds NULL.
     public func bind(_ value: String?, at index: Int32) throws(SQLiteError) {
         guard var value else {
