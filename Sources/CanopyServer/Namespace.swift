@@ -89,6 +89,10 @@ public final class Namespace {
     public private(set) var version: UInt64 = 0
     /// The items its last publish parsed, reused by the next one where unchanged (see `ParsedItems`).
     let parsedItems = ParsedItems()
+    /// Parses the draft on the compute thread when a write changed it (see `DraftParsing`).
+    lazy var draftParsing = DraftParsing(items: parsedItems)
+    /// Runs a draft's parse on the compute thread (set by the registry, as `offLoop`); nil parses no draft ahead.
+    var parsesDraftsOn: ((@escaping @Sendable () -> Void) -> Void)?
     /// Runs work on the compute thread (set by the registry): admin actions are built there (`performOffLoop`).
     /// nil builds them on the loop.
     var offLoop: ((@escaping @Sendable () -> Void) -> Void)?
@@ -198,6 +202,14 @@ public final class Namespace {
         let base = authorized.mergeBase
         let mergeBase = base.flatMap { base in paths.allSatisfy { base.isAncestor(of: $0) } ? base : nil }
         openOperations.append(CommittedOperation(paths: paths, root: newRoot, mergeBase: mergeBase))
+        if let parsesDraftsOn, paths.contains(where: Namespace.changesDraft) {
+            draftParsing.parse(newRoot.node(at: PublishLayout.pendingContent), on: parsesDraftsOn)
+        }
+    }
+
+    /// Whether a write at `path` may change the draft (`pendingContent`): it is at, above or below it.
+    private static func changesDraft(_ path: Path) -> Bool {
+        path.isAncestorOrSelf(of: PublishLayout.pendingContent) || PublishLayout.pendingContent.isAncestor(of: path)
     }
 
     /// A replica's tree after applying a batch from the log.

@@ -295,6 +295,7 @@ public final class NamespaceRegistry {
         namespace.metrics = metrics
         let computePool = self.computePool
         namespace.offLoop = { work in computePool.run(work) }
+        namespace.parsesDraftsOn = { work in computePool.run(work) }
         namespace.rulesSource = defaultRules.source
         loadSavedRules(into: namespace)
         return namespace
