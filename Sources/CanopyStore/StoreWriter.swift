@@ -169,15 +169,9 @@ final class StoreWriter {
     /// Applies `group` in one transaction and commits it.
     ///
     /// - Parameters:
-    ///   - group: the submissions, in submission order.
+    ///   - group: the submissions, in submission order (each one's mutations, then the rows of its source).
     ///   - beforeCommit: test hook run just before COMMIT.
     /// - Returns: one result per submission: its revision, or why it failed.
-    func commit(_ group: [[StoreMutation]], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>]
-    {
-        commit(group.map { Work(mutations: $0) }, beforeCommit: beforeCommit)
-    }
-
-    /// Applies `group` in one transaction and commits it (each submission's rows too; see `StoreRowSource`).
     func commit(_ group: [Work], beforeCommit: (@Sendable () -> Void)? = nil) -> [Result<UInt64, StoreError>] {
         // Submissions almost never fail, so the group is first applied without a savepoint around each one (two
         // statements fewer per write). If one does fail, that transaction is rolled back and the group applied

@@ -41,15 +41,7 @@ public final class Statement {
     /// Binds UTF-8 text given as bytes (copied by SQLite) to the 1-based parameter `index`. The caller vouches that
     /// `bytes` is valid UTF-8 (a row's key or JSON text made from Swift strings): no `String` is made for it.
     public func bind(utf8 bytes: [UInt8], at index: Int32) throws(SQLiteError) {
-        let code = bytes.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { chars in
-                guard let base = chars.baseAddress else {
-                    return sqlite3_bind_text(handle, index, "", 0, csqlite_transient())
-                }
-                return sqlite3_bind_text(handle, index, base, Int32(chars.count), csqlite_transient())
-            }
-        }
-        try check(code)
+        try check(bytes.withUnsafeBufferPointer { bindText($0, at: index) })
     }
 
     /// Binds UTF-8 text (copied by SQLite) to the 1-based parameter `index`; `nil` binds NULL.
@@ -58,16 +50,18 @@ public final class Statement {
             try check(sqlite3_bind_null(handle, index))
             return
         }
-        let code = value.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { chars in
-                // A zero-length buffer may have a nil base address, which SQLite would bind as NULL.
-                guard let base = chars.baseAddress else {
-                    return sqlite3_bind_text(handle, index, "", 0, csqlite_transient())
-                }
-                return sqlite3_bind_text(handle, index, base, Int32(chars.count), csqlite_transient())
+        try check(value.withUTF8 { bindText($0, at: index) })
+    }
+
+    /// `sqlite3_bind_text` of `bytes`, copied; its result code.
+    private func bindText(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int32) -> Int32 {
+        bytes.withMemoryRebound(to: CChar.self) { chars in
+            // A zero-length buffer may have a nil base address, which SQLite would bind as NULL.
+            guard let base = chars.baseAddress else {
+                return sqlite3_bind_text(handle, index, "", 0, csqlite_transient())
             }
+            return sqlite3_bind_text(handle, index, base, Int32(chars.count), csqlite_transient())
         }
-        try check(code)
     }
 
     /// Sets every parameter back to NULL.
