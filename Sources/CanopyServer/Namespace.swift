@@ -154,14 +154,14 @@ public final class Namespace {
         let writes = authorized.writes
         // The mutations go straight into the open batch (no array per write on the hot path).
         if authorized.rowsByWriter, !writes.isEmpty {
+            let rows = PublishRows(paths: writes.map(\.path), before: old, after: newRoot)
             if store != nil, !isHoldingBatches {
-                return commitAlone(authorized)
+                return commitAlone(authorized, rows)
             }
             // No file yet, or a reload under way: the batch is held, and its rows are made now.
             let openedWith = openMutations.count
-            openMutations += Namespace.rows(of: authorized.built, from: old)
-            return finishCommit(
-                authorized, paths: writes.map(\.path), old: old, added: openMutations.count - openedWith)
+            openMutations += rows.all()
+            return finishCommit(authorized, paths: rows.paths, old: old, added: openMutations.count - openedWith)
         }
         let openedWith = openMutations.count
         var paths: [Path]
@@ -182,10 +182,9 @@ public final class Namespace {
     /// Commits an admin action's writes as a batch of their own, whose rows the store's writer makes while it
     /// writes them (`PublishRows`): the batch filled so far this pass goes to the store first, so batches keep
     /// their order; later writes of this pass start a new one.
-    private func commitAlone(_ authorized: AuthorizedWrite) {
+    private func commitAlone(_ authorized: AuthorizedWrite, _ rows: PublishRows) {
         let old = root
         flush()
-        let rows = PublishRows(paths: authorized.writes.map(\.path), before: old, after: authorized.newRoot)
         finishCommit(authorized, paths: rows.paths, old: old, added: rows.estimatedRowCount)
         submitOpenBatch(rows: rows)
     }

@@ -130,16 +130,6 @@ extension Namespace {
         }
     }
 
-    /// The store rows of `built`'s writes against `root`, on both cores (each is a pure function of the two trees):
-    /// for an admin action committed while its namespace's batches are held (otherwise the store's writer makes
-    /// them, `PublishRows`).
-    static func rows(of built: BuiltWrite, from root: Node) -> [StoreMutation] {
-        let newRoot = built.newRoot
-        return built.writes.map(\.path).parallelMap(minimumPerChunk: 256) {
-            Namespace.mutations(for: $0, before: root, after: newRoot)
-        }.flatMap { $0 }
-    }
-
     /// How many times an admin write computed off the loop is computed again when the tree changed meanwhile.
     static let offLoopAttempts = 3
 

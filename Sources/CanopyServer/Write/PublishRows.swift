@@ -32,4 +32,10 @@ struct PublishRows: StoreRowSource {
         }
         return out
     }
+
+    /// Every piece's rows, made now on both cores: for an action committed while its namespace's batches are held
+    /// (no file yet, or a reload under way), which the writer cannot take yet.
+    func all() -> [StoreMutation] {
+        Array(0..<pieceCount).parallelMap(minimumPerChunk: 1) { rows(ofPiece: $0) }.flatMap { $0 }
+    }
 }
