@@ -45,16 +45,23 @@ public final class StorePool: Sendable {
     ///     jobs (publish computations) yields the cores to the event loop.
     public init(threads: Int, name: String = "canopy.store", niceness: Int32 = 0) {
         threadCount = max(1, threads)
+        self.name = name
+        self.niceness = niceness
         state.withLock { $0.liveThreads = threadCount }
-        for _ in 0..<threadCount {
-            let thread = Thread { [self] in
-                members.withLock { _ = $0.insert(UInt(pthread_self())) }
-                if niceness != 0 { Self.renice(by: niceness) }
-                work()
-            }
-            thread.name = name
-            thread.start()
+        for _ in 0..<threadCount { startThread() }
+    }
+
+    private let name: String
+    private let niceness: Int32
+
+    private func startThread() {
+        let thread = Thread { [self] in
+            members.withLock { _ = $0.insert(UInt(pthread_self())) }
+            if niceness != 0 { Self.renice(by: niceness) }
+            work()
         }
+        thread.name = name
+        thread.start()
     }
 
     /// The pool of stores opened without one (tools, tests): two threads for the life of the process.
@@ -73,14 +80,28 @@ public final class StorePool: Sendable {
     /// a WAL sync after its commit is such work. Only a pool thread may pass false (otherwise it wakes anyway).
     func run(_ job: @escaping @Sendable () -> Void, wakingAThread: Bool) {
         let wake = wakingAThread || !isCurrentThreadInPool
-        let shouldWake = state.withLock { state in
+        enum Start { case none, wakeIdle, newThread }
+        let start = state.withLock { state -> Start in
             state.jobs.append(job)
-            guard wake, state.idleThreads > 0 else { return false }
+            if state.isStopping && state.liveThreads == 0 {
+                // Every thread has left: this job (the close of a store released after the daemon stopped, whose
+                // deinit waits for it) would never run. A thread runs it, and whatever follows it, then leaves.
+                state.liveThreads = 1
+                return .newThread
+            }
+            guard wake, state.idleThreads > 0 else { return .none }
             state.idleThreads -= 1
-            return true
+            return .wakeIdle
         }
-        if shouldWake { wakeup.signal() }
+        switch start {
+        case .none: break
+        case .wakeIdle: wakeup.signal()
+        case .newThread: startThread()
+        }
     }
+
+    /// How many of the pool's threads have not left (tests).
+    var liveThreadCount: Int { state.withLock { $0.liveThreads } }
 
     /// Whether the calling thread is one of this pool's.
     public var isCurrentThreadInPool: Bool {
@@ -89,7 +110,8 @@ public final class StorePool: Sendable {
     }
 
     /// Lets the threads finish the queued jobs and exit (a stopping daemon, after its stores are closed).
-    /// Jobs queued later still run, on the last thread to leave.
+    /// Jobs queued later still run: on the last thread to leave, or once all have left, on a thread started for
+    /// them.
     public func shutdown() {
         let waiting = state.withLock { state in
             state.isStopping = true

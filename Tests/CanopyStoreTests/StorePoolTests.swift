@@ -29,4 +29,42 @@ import Testing
         #expect(second.wait(timeout: .now() + 10) == .success)
         #expect(released == nil)
     }
+
+    @Test func aJobQueuedAfterEveryThreadLeftStillRuns() throws {
+        // A store released after its daemon stopped closes its file on the pool, and its deinit waits for that:
+        // with no thread left to run the close, a test process hung at exit.
+        let pool = StorePool(threads: 2, name: "canopy.test")
+        pool.shutdown()
+        let deadline = Date().addingTimeInterval(10)
+        while pool.liveThreadCount > 0 && Date() < deadline { usleep(1_000) }
+        #expect(pool.liveThreadCount == 0)
+        let ran = DispatchSemaphore(value: 0)
+        pool.run { ran.signal() }
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        let second = DispatchSemaphore(value: 0)
+        pool.run { second.signal() }
+        #expect(second.wait(timeout: .now() + 10) == .success)
+    }
+
+    @Test func aStoreReleasedAfterItsPoolStoppedStillCloses() throws {
+        let directory = NSTemporaryDirectory() + "canopy-pool-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let pool = StorePool(threads: 1, name: "canopy.test")
+        let held = Mutex<NamespaceStore?>(try NamespaceStore(path: directory + "/late.sqlite", pool: pool))
+        let committed = DispatchSemaphore(value: 0)
+        held.withLock { $0 }?.submit([.putLeaf(path: ["a"], value: .int(1), priority: nil)]) { _ in committed.signal() }
+        #expect(committed.wait(timeout: .now() + 10) == .success)
+        pool.shutdown()
+        let deadline = Date().addingTimeInterval(10)
+        while pool.liveThreadCount > 0 && Date() < deadline { usleep(1_000) }
+        let released = DispatchSemaphore(value: 0)
+        Thread {
+            // The last reference goes: deinit closes the file through the pool, and waits for it.
+            let store = held.withLock { $0.take() }
+            _ = consume store
+            released.signal()
+        }.start()
+        #expect(released.wait(timeout: .now() + 10) == .success)
+    }
 }
