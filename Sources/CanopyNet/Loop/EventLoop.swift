@@ -57,6 +57,9 @@ public final class EventLoop: @unchecked Sendable {
 
     // Cross-thread state.
     private let pending = Mutex<[@Sendable () -> Void]>([])
+    /// Whether a task queued another from the loop thread since the pass began running its tasks (it then waits
+    /// for the next pass; see `pass`). Written and read on the loop thread only.
+    private let queuedOnLoop = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
     /// pthread id of the thread inside `run()`, 0 when not running.
     private let owner = Atomic<UInt>(0)
@@ -162,6 +165,10 @@ public final class EventLoop: @unchecked Sendable {
     private func pass(events: inout [epoll_event], blocking: Bool) -> Int {
         runPendingTasks()
         runExpiredTimers()
+        // Tasks other threads queued while those ran (a batch made durable while the loop fanned out the one
+        // before): run in this pass, so their answers are written in this pass's flush, not after it. Not when a
+        // task queued one itself, which asks for the next pass (after this one's hooks and flush).
+        if !queuedOnLoop.load(ordering: .relaxed), pending.withLock({ !$0.isEmpty }) { runPendingTasks() }
         for hook in beforeSleepHooks { hook() }
         for hook in flushHooks { hook() }
         while !flushQueue.isEmpty {
@@ -198,7 +205,9 @@ public final class EventLoop: @unchecked Sendable {
             return queue.count == 1
         }
         // On the loop the queue is checked before sleeping; off it, one wake-up per batch is enough.
-        if wasEmpty && owner.load(ordering: .acquiring) != UInt(pthread_self()) {
+        if owner.load(ordering: .acquiring) == UInt(pthread_self()) {
+            queuedOnLoop.store(true, ordering: .relaxed)
+        } else if wasEmpty {
             wake()
         }
     }
@@ -358,6 +367,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runPendingTasks() {
+        queuedOnLoop.store(false, ordering: .relaxed)
         let tasks = pending.withLock { queue in
             let taken = queue
             queue.removeAll(keepingCapacity: true)
