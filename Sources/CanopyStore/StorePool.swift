@@ -35,6 +35,9 @@ public final class StorePool: Sendable {
     private let members = Mutex<Set<UInt>>([])
     /// How many threads the pool runs.
     public let threadCount: Int
+    /// The threads' name and the nice value added to theirs (kept for a thread started after the others left).
+    private let name: String
+    private let niceness: Int32
 
     /// Starts `threads` threads named `name`.
     /// - Parameters:
@@ -50,9 +53,6 @@ public final class StorePool: Sendable {
         state.withLock { $0.liveThreads = threadCount }
         for _ in 0..<threadCount { startThread() }
     }
-
-    private let name: String
-    private let niceness: Int32
 
     private func startThread() {
         let thread = Thread { [self] in

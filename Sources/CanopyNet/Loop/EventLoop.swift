@@ -198,7 +198,8 @@ public final class EventLoop: @unchecked Sendable {
         wake()
     }
 
-    /// Queues `work` to run on the loop thread at the start of the next pass. Thread-safe.
+    /// Queues `work` to run on the loop thread at the start of the next pass (from another thread, while the loop
+    /// runs its tasks, possibly later in the current pass, before its hooks and flush; see `pass`). Thread-safe.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         let wasEmpty = pending.withLock { queue in
             queue.append(work)
