@@ -34,10 +34,7 @@ import Testing
         // A store released after its daemon stopped closes its file on the pool, and its deinit waits for that:
         // with no thread left to run the close, a test process hung at exit.
         let pool = StorePool(threads: 2, name: "canopy.test")
-        pool.shutdown()
-        let deadline = Date().addingTimeInterval(10)
-        while pool.liveThreadCount > 0 && Date() < deadline { usleep(1_000) }
-        #expect(pool.liveThreadCount == 0)
+        #expect(stopAndWaitUntilEveryThreadLeft(pool))
         let ran = DispatchSemaphore(value: 0)
         pool.run { ran.signal() }
         #expect(ran.wait(timeout: .now() + 10) == .success)
@@ -47,17 +44,12 @@ import Testing
     }
 
     @Test func aStoreReleasedAfterItsPoolStoppedStillCloses() throws {
-        let directory = NSTemporaryDirectory() + "canopy-pool-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = TemporaryDirectory()
         let pool = StorePool(threads: 1, name: "canopy.test")
-        let held = Mutex<NamespaceStore?>(try NamespaceStore(path: directory + "/late.sqlite", pool: pool))
-        let committed = DispatchSemaphore(value: 0)
-        held.withLock { $0 }?.submit([.putLeaf(path: ["a"], value: .int(1), priority: nil)]) { _ in committed.signal() }
-        #expect(committed.wait(timeout: .now() + 10) == .success)
-        pool.shutdown()
-        let deadline = Date().addingTimeInterval(10)
-        while pool.liveThreadCount > 0 && Date() < deadline { usleep(1_000) }
+        let store = try NamespaceStore(path: directory.file("late.sqlite"), pool: pool)
+        try commit(store, [leaf("a", 1)])
+        let held = Mutex<NamespaceStore?>(consume store)
+        _ = stopAndWaitUntilEveryThreadLeft(pool)
         let released = DispatchSemaphore(value: 0)
         Thread {
             // The last reference goes: deinit closes the file through the pool, and waits for it.
@@ -66,5 +58,14 @@ import Testing
             released.signal()
         }.start()
         #expect(released.wait(timeout: .now() + 10) == .success)
+        withExtendedLifetime(directory) {}
+    }
+
+    /// Shuts `pool` down and waits up to 10 s for its threads to leave; whether they all did.
+    private func stopAndWaitUntilEveryThreadLeft(_ pool: StorePool) -> Bool {
+        pool.shutdown()
+        let deadline = Date().addingTimeInterval(10)
+        while pool.liveThreadCount > 0 && Date() < deadline { usleep(1_000) }
+        return pool.liveThreadCount == 0
     }
 }
