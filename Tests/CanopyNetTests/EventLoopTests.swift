@@ -93,47 +93,6 @@ final class LoopThread: Sendable {
         #expect(events.count > taskIndex + 1 && events[taskIndex + 1] == "hook")
     }
 
-    @Test func aTaskQueuedByAnotherThreadWhileTasksRunRunsBeforeThePassFlushes() throws {
-        // A store thread completes a batch (its writers' answers) while the loop fans out the batch before: the
-        // answers are written in that pass's flush, not one pass later, after that fan-out's output.
-        let loop = try EventLoop(clock: ManualClock())
-        let order = Mutex<[String]>([])
-        loop.addFlushHook { order.withLock { $0.append("flush") } }
-        loop.execute {
-            let queued = DispatchSemaphore(value: 0)
-            Thread {
-                loop.execute { order.withLock { $0.append("queued meanwhile") } }
-                queued.signal()
-            }.start()
-            queued.wait()
-            order.withLock { $0.append("first") }
-        }
-        loop.runPass()
-        #expect(order.withLock { $0 } == ["first", "queued meanwhile", "flush"])
-    }
-
-    @Test func aTaskQueuedByATaskOnTheLoopWaitsForTheNextPass() throws {
-        // Queued from the loop itself, a task asks for the next pass: this pass's hooks run first.
-        let order = Mutex<[String]>([])
-        let runner = try LoopThread { loop in
-            loop.addBeforeSleepHook { order.withLock { $0.append("hook") } }
-        }
-        defer { runner.stopAndWait() }
-        let done = DispatchSemaphore(value: 0)
-        runner.loop.execute {
-            order.withLock { $0.append("first") }
-            runner.loop.execute {
-                order.withLock { $0.append("second") }
-                done.signal()
-            }
-        }
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        let events = order.withLock { $0 }
-        let first = try #require(events.firstIndex(of: "first"))
-        let second = try #require(events.firstIndex(of: "second"))
-        #expect(events[first..<second].contains("hook"))
-    }
-
     @Test func signalsReachTheHandlerOnTheLoop() throws {
         let received = Mutex<[Int32]>([])
         let runner = try LoopThread { loop in

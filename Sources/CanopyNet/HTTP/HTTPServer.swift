@@ -36,8 +36,7 @@ public final class HTTPServer {
     private var isRegistered = false
     private var connections: [Int: HTTPConnection] = [:]
     private var nextConnectionID = 0
-    /// Connections with output to write this pass (answers before WebSockets, see `FlushOrder`).
-    private var dirty = FlushOrder<HTTPConnection>()
+    private var dirty: [HTTPConnection] = []
     private var isShuttingDown = false
     private var shutdownCompletion: (() -> Void)?
     private var shutdownTimer: TimerHandle?
@@ -155,7 +154,7 @@ public final class HTTPServer {
     func markDirty(_ connection: HTTPConnection) {
         guard !connection.isDirty else { return }
         connection.isDirty = true
-        dirty.append(connection, isWebSocket: connection.isWebSocket)
+        dirty.append(connection)
     }
 
     func connectionClosed(_ connection: HTTPConnection) {
@@ -170,7 +169,9 @@ public final class HTTPServer {
         // output budget can make others write (a session's listens end): repeat until quiet.
         repeat {
             while !dirty.isEmpty {
-                for connection in dirty.nextBatch() { connection.flush() }
+                let batch = dirty
+                dirty.removeAll(keepingCapacity: true)
+                for connection in batch { connection.flush() }
             }
             enforceOutputBudget()
         } while !dirty.isEmpty

@@ -57,9 +57,6 @@ public final class EventLoop: @unchecked Sendable {
 
     // Cross-thread state.
     private let pending = Mutex<[@Sendable () -> Void]>([])
-    /// Whether a task queued another from the loop thread since the pass began running its tasks (it then waits
-    /// for the next pass; see `pass`). Written and read on the loop thread only.
-    private let queuedOnLoop = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
     /// pthread id of the thread inside `run()`, 0 when not running.
     private let owner = Atomic<UInt>(0)
@@ -165,10 +162,6 @@ public final class EventLoop: @unchecked Sendable {
     private func pass(events: inout [epoll_event], blocking: Bool) -> Int {
         runPendingTasks()
         runExpiredTimers()
-        // Tasks other threads queued while those ran (a batch made durable while the loop fanned out the one
-        // before): run in this pass, so their answers are written in this pass's flush, not after it. Not when a
-        // task queued one itself, which asks for the next pass (after this one's hooks and flush).
-        if !queuedOnLoop.load(ordering: .relaxed), pending.withLock({ !$0.isEmpty }) { runPendingTasks() }
         for hook in beforeSleepHooks { hook() }
         for hook in flushHooks { hook() }
         while !flushQueue.isEmpty {
@@ -198,17 +191,14 @@ public final class EventLoop: @unchecked Sendable {
         wake()
     }
 
-    /// Queues `work` to run on the loop thread at the start of the next pass (from another thread, while the loop
-    /// runs its tasks, possibly later in the current pass, before its hooks and flush; see `pass`). Thread-safe.
+    /// Queues `work` to run on the loop thread at the start of the next pass. Thread-safe.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         let wasEmpty = pending.withLock { queue in
             queue.append(work)
             return queue.count == 1
         }
         // On the loop the queue is checked before sleeping; off it, one wake-up per batch is enough.
-        if owner.load(ordering: .acquiring) == UInt(pthread_self()) {
-            queuedOnLoop.store(true, ordering: .relaxed)
-        } else if wasEmpty {
+        if wasEmpty && owner.load(ordering: .acquiring) != UInt(pthread_self()) {
             wake()
         }
     }
@@ -368,7 +358,6 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func runPendingTasks() {
-        queuedOnLoop.store(false, ordering: .relaxed)
         let tasks = pending.withLock { queue in
             let taken = queue
             queue.removeAll(keepingCapacity: true)
