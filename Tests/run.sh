@@ -12,15 +12,26 @@ cd "$(dirname "$0")/.."
 # Each phase's heading says how long the run has taken so far (the suite is meant to stay under 15 minutes).
 started=$SECONDS
 phase() { echo "== $1 (at $((SECONDS - started)) s)"; }
+# Everything the run puts in the temporary directory (the tests' data directories, NATS and Chromium profiles,
+# SwiftPM's own scratch directories) goes in one directory of its own: removed when the run passes, kept (and named)
+# when it fails. Without it, each run left about 2,500 directories in /tmp.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/canopy-run.XXXXXX")
+export TMPDIR="$scratch"
 # Work run in the background (venvs, the cluster suites, the JS SDK suite) is stopped if the run ends early.
 background=()
+status=0
 cleanup() {
     for pid in ${background[@]+"${background[@]}"}; do
         pkill -P "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
     done
+    if [ "$status" -eq 0 ]; then
+        rm -rf "$scratch"
+    else
+        echo "run.sh: this run's temporary files are kept in $scratch"
+    fi
 }
-trap cleanup EXIT
+trap 'status=$?; cleanup' EXIT
 
 missing=()
 for pkg in libsqlite3-dev libssl-dev prometheus systemd chromium chromium-driver nats-server redis-server; do
@@ -123,7 +134,7 @@ example_build=(swift build --package-path Tests/ClientPackageExample --scratch-p
 example_data=$(mktemp -d)
 .build/debug/canopy serve --port 0 --data "$example_data" --log-level warning >"$example_data/serve.log" 2>&1 &
 example_server=$!
-trap 'kill "$example_server" 2>/dev/null || true; rm -rf "$example_data"; cleanup' EXIT
+trap 'status=$?; kill "$example_server" 2>/dev/null || true; rm -rf "$example_data"; cleanup' EXIT
 example_url=""
 for _ in $(seq 100); do
     example_url=$(grep -oE 'serving http://[0-9.]+:[0-9]+' "$example_data/serve.log" | head -n 1 | cut -d' ' -f2 || true)

@@ -18,7 +18,8 @@ import Testing
 
     /// A fresh private directory per test, removed when the test ends.
     private func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/canopy-auth-XXXXXX".utf8CString)
+        let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        var template = Array((base + "/canopy-auth-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         let path = try #require(made.map { String(cString: $0) })
         directories.append(path)
