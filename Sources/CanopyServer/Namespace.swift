@@ -291,7 +291,9 @@ public final class Namespace {
                     ok = false
                     Logger(label: "canopy.store").error("store.commit_failed", ["error": error.userMessage])
                 }
-                loop.execute { bound.value?.batchCompleted(ok: ok) }
+                // An answer (see `EventLoop.executeAnswer`): made durable while the loop fans this batch out, it
+                // is written in that pass, ahead of the events (`FlushOrder`), instead of one pass later.
+                loop.executeAnswer { bound.value?.batchCompleted(ok: ok) }
             }
         }
         guard let log else { return submit() }
@@ -364,10 +366,22 @@ public final class Namespace {
         onCommit?(inFlight[index].before, inFlight[index].operations)
     }
 
+    /// A completed batch writing at least this many paths is dropped on the release thread (`batchCompleted`).
+    private static let pathsReleasedInBackground = 64
+
     private func batchCompleted(ok: Bool) {
         guard !inFlight.isEmpty else { return }
         // A successful batch was fanned out already: the store calls `visible` before the completion.
-        let batch = inFlight.removeFirst()
+        var batch = inFlight.removeFirst()
+        if batch.operations.reduce(0, { $0 + $1.paths.count }) >= Self.pathsReleasedInBackground {
+            // Often the last reference to the tree before a publish (10,000 attendees' old content). This runs
+            // before the pass writes the publish's events (`EventLoop.executeAnswer`): freeing it here held them
+            // back by 10–15 ms.
+            var old = Optional((batch.before, batch.operations))
+            batch.before = .empty
+            batch.operations = []
+            if let taken = old.take() { BackgroundRelease.release(taken) }
+        }
         if !ok {
             needsReload = true
         }

@@ -93,6 +93,50 @@ final class LoopThread: Sendable {
         #expect(events.count > taskIndex + 1 && events[taskIndex + 1] == "hook")
     }
 
+    /// Runs one pass by hand whose first task makes another thread queue `queue`'s tasks (and waits for it), then
+    /// returns what ran, in order, with "hook" and "flush" marking the pass's before-sleep hooks and flushes.
+    private func passWithTasksQueuedMeanwhile(
+        _ queue: @escaping @Sendable (EventLoop, _ record: @escaping @Sendable (String) -> Void) -> Void
+    ) throws -> [String] {
+        let loop = try EventLoop(clock: ManualClock())
+        let order = Mutex<[String]>([])
+        loop.addBeforeSleepHook { order.withLock { $0.append("hook") } }
+        loop.addFlushHook { order.withLock { $0.append("flush") } }
+        loop.execute {
+            let queued = DispatchSemaphore(value: 0)
+            Thread {
+                queue(loop) { name in order.withLock { $0.append(name) } }
+                queued.signal()
+            }.start()
+            queued.wait()
+            order.withLock { $0.append("first") }
+        }
+        loop.runPass()
+        loop.runPass()
+        return order.withLock { $0 }
+    }
+
+    @Test func anAnswerQueuedByAnotherThreadWhileTasksRunIsWrittenInThatPass() throws {
+        // A store thread makes a batch durable while the loop fans out its events: the writers' answers run in
+        // that pass, before its hooks and flushes, so they leave with it rather than one pass later.
+        let order = try passWithTasksQueuedMeanwhile { loop, record in
+            loop.executeAnswer { record("answer 1") }
+            loop.executeAnswer { record("answer 2") }
+        }
+        #expect(order == ["first", "answer 1", "answer 2", "hook", "flush", "hook", "flush"])
+    }
+
+    @Test func anAnswerNeverOvertakesATaskQueuedBeforeIt() throws {
+        // Queued after another task (a batch becoming visible), an answer waits with it for the next pass; a task
+        // queued meanwhile that is not an answer waits too.
+        let order = try passWithTasksQueuedMeanwhile { loop, record in
+            loop.executeAnswer { record("answer 1") }
+            loop.execute { record("visible") }
+            loop.executeAnswer { record("answer 2") }
+        }
+        #expect(order == ["first", "answer 1", "hook", "flush", "visible", "answer 2", "hook", "flush"])
+    }
+
     @Test func signalsReachTheHandlerOnTheLoop() throws {
         let received = Mutex<[Int32]>([])
         let runner = try LoopThread { loop in

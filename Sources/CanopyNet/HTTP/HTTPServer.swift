@@ -36,7 +36,8 @@ public final class HTTPServer {
     private var isRegistered = false
     private var connections: [Int: HTTPConnection] = [:]
     private var nextConnectionID = 0
-    private var dirty: [HTTPConnection] = []
+    /// Connections with output to write this pass (answers before WebSockets, see `FlushOrder`).
+    private var dirty = FlushOrder<HTTPConnection>()
     private var isShuttingDown = false
     private var shutdownCompletion: (() -> Void)?
     private var shutdownTimer: TimerHandle?
@@ -154,7 +155,7 @@ public final class HTTPServer {
     func markDirty(_ connection: HTTPConnection) {
         guard !connection.isDirty else { return }
         connection.isDirty = true
-        dirty.append(connection)
+        dirty.append(connection, isWebSocket: connection.isWebSocket)
     }
 
     func connectionClosed(_ connection: HTTPConnection) {
@@ -169,9 +170,7 @@ public final class HTTPServer {
         // output budget can make others write (a session's listens end): repeat until quiet.
         repeat {
             while !dirty.isEmpty {
-                let batch = dirty
-                dirty.removeAll(keepingCapacity: true)
-                for connection in batch { connection.flush() }
+                for connection in dirty.nextBatch() { connection.flush() }
             }
             enforceOutputBudget()
         } while !dirty.isEmpty

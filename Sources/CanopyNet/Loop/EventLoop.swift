@@ -2,7 +2,8 @@
 //
 // One pass of `run()` (after redis ae.c `aeProcessEvents` and NIO's SelectableEventLoop):
 //   1. run the tasks queued by `execute(_:)`;
-//   2. fire the timers whose deadline has passed;
+//   2. fire the timers whose deadline has passed; then run the answers (`executeAnswer(_:)`) other threads queued
+//      meanwhile, when nothing else was queued before them, so they are written in this pass (see `pass`);
 //   3. run the before-sleep hooks (the server group-commits writes here), then the flush hooks (connections
 //      write the output they batched during the pass), each list in registration order;
 //   4. `epoll_wait` for at most the time to the next timer (0 when tasks are queued, forever when idle or when
@@ -31,7 +32,7 @@ package struct IOEvents: Sendable {
 
 /// One thread, one epoll set. Everything registered here is touched only on the loop's thread.
 ///
-/// Thread-safe surface: ``execute(_:)``, ``stop()`` and ``inLoop``, all through `pending`, `stopRequested`
+/// Thread-safe surface: ``execute(_:)``, ``executeAnswer(_:)``, ``stop()`` and ``inLoop``, through `pending`, `stopRequested`
 /// and `owner`. Everything else is loop-confined: call it from the loop thread, or from any single thread
 /// before ``run()`` starts (set-up) — ``assertInLoop()`` checks that in debug builds.
 ///
@@ -56,7 +57,12 @@ public final class EventLoop: @unchecked Sendable {
     private var signalFD: Int32 = -1
 
     // Cross-thread state.
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    /// A task queued by `execute` or `executeAnswer`.
+    private struct Task {
+        let work: @Sendable () -> Void
+        let isAnswer: Bool
+    }
+    private let pending = Mutex<[Task]>([])
     private let stopRequested = Atomic<Bool>(false)
     /// pthread id of the thread inside `run()`, 0 when not running.
     private let owner = Atomic<UInt>(0)
@@ -162,6 +168,12 @@ public final class EventLoop: @unchecked Sendable {
     private func pass(events: inout [epoll_event], blocking: Bool) -> Int {
         runPendingTasks()
         runExpiredTimers()
+        // Answers other threads queued while those ran (the writes of a batch made durable while this pass fanned
+        // out that batch's events) are written in this pass, before its events, rather than one pass later, after
+        // them. Only answers (they show no new data to other connections: a batch made visible now would add its
+        // events to connections that have this pass's already), and only those queued before any other task (an
+        // answer never overtakes what was queued before it, such as its batch becoming visible).
+        runLeadingAnswers()
         for hook in beforeSleepHooks { hook() }
         for hook in flushHooks { hook() }
         while !flushQueue.isEmpty {
@@ -193,8 +205,23 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Queues `work` to run on the loop thread at the start of the next pass. Thread-safe.
     public func execute(_ work: @escaping @Sendable () -> Void) {
+        enqueue(Task(work: work, isAnswer: false))
+    }
+
+    /// Queues `work`, which answers requests and shows nothing new, to run on the loop thread. Thread-safe.
+    ///
+    /// Like ``execute(_:)``, and more: queued by another thread while a pass runs its tasks, and with only other
+    /// answers queued before it, `work` runs later in that pass, before its hooks and flushes, so what it writes
+    /// leaves in that pass. `work` may write replies (a write's acknowledgement, a listen's first value) but must
+    /// not make new data visible to other connections: events queued then would join those of the same pass, and
+    /// a connection's output could grow by two batches of events between two writes.
+    public func executeAnswer(_ work: @escaping @Sendable () -> Void) {
+        enqueue(Task(work: work, isAnswer: true))
+    }
+
+    private func enqueue(_ task: Task) {
         let wasEmpty = pending.withLock { queue in
-            queue.append(work)
+            queue.append(task)
             return queue.count == 1
         }
         // On the loop the queue is checked before sleeping; off it, one wake-up per batch is enough.
@@ -363,7 +390,21 @@ public final class EventLoop: @unchecked Sendable {
             queue.removeAll(keepingCapacity: true)
             return taken
         }
-        for task in tasks { task() }
+        for task in tasks { task.work() }
+    }
+
+    /// Runs the answers at the head of the queue (up to the first other task), once.
+    private func runLeadingAnswers() {
+        let answers = pending.withLock { queue -> [Task] in
+            guard let end = queue.firstIndex(where: { !$0.isAnswer }) else {
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            guard end > 0 else { return [] }
+            defer { queue.removeFirst(end) }
+            return Array(queue[..<end])
+        }
+        for answer in answers { answer.work() }
     }
 
     private func runExpiredTimers() {

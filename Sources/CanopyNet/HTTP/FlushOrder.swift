@@ -1,0 +1,30 @@
+// FlushOrder -- the order in which a loop pass writes its connections' output: answers first, WebSockets after.
+//
+// A publish to 1,000 attendees hands the loop 7.6 MB of events for 1,000 WebSockets in the pass that also answers
+// the organiser, whose publish is durable by then (`EventLoop.executeAnswer`); writing the events takes the loop
+// 8–10 ms on the 2-core machine. Written first, the answer goes out at once instead of after them. Each connection's own output stays in order,
+// and no client can tell in which order the server wrote to two different sockets.
+
+/// Connections with output to write in this pass: those that answer requests (and streams) before any WebSocket.
+struct FlushOrder<Connection> {
+    private var answers: [Connection] = []
+    private var webSockets: [Connection] = []
+
+    var isEmpty: Bool { answers.isEmpty && webSockets.isEmpty }
+
+    /// Adds a connection (once per pass: the caller keeps a dirty flag).
+    mutating func append(_ connection: Connection, isWebSocket: Bool) {
+        if isWebSocket { webSockets.append(connection) } else { answers.append(connection) }
+    }
+
+    /// The connections to write next: every answering connection added so far, or when there is none, every
+    /// WebSocket. Flushing may add more (pipelined requests answered at once); ask again until `isEmpty`.
+    mutating func nextBatch() -> [Connection] {
+        if answers.isEmpty {
+            defer { webSockets.removeAll(keepingCapacity: true) }
+            return webSockets
+        }
+        defer { answers.removeAll(keepingCapacity: true) }
+        return answers
+    }
+}

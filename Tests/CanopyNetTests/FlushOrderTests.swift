@@ -1,0 +1,22 @@
+// FlushOrderTests -- a pass writes answering connections before WebSockets, each group in the order it was marked.
+import Testing
+
+@testable import CanopyNet
+
+@Suite struct FlushOrderTests {
+    @Test func answersAreWrittenBeforeWebSocketsMarkedEarlier() {
+        var order = FlushOrder<String>()
+        order.append("ws1", isWebSocket: true)
+        order.append("rest1", isWebSocket: false)
+        order.append("ws2", isWebSocket: true)
+        order.append("sse", isWebSocket: false)
+        #expect(order.nextBatch() == ["rest1", "sse"])
+        // An answer made while the first batch was written (a pipelined request) still goes before the WebSockets.
+        order.append("rest2", isWebSocket: false)
+        #expect(order.nextBatch() == ["rest2"])
+        #expect(!order.isEmpty)
+        #expect(order.nextBatch() == ["ws1", "ws2"])
+        #expect(order.isEmpty)
+        #expect(order.nextBatch().isEmpty)
+    }
+}
