@@ -375,8 +375,8 @@ public final class Namespace {
         var batch = inFlight.removeFirst()
         if batch.operations.reduce(0, { $0 + $1.paths.count }) >= Self.pathsReleasedInBackground {
             // Often the last reference to the tree before a publish (10,000 attendees' old content). This runs
-            // before the pass writes the publish's events (`EventLoop.executeAnswer`): freeing it here held them
-            // back by 10–15 ms.
+            // before the pass writes the publish's events (`EventLoop.executeAnswer`): freed here, it would hold
+            // them back by as long as the walk takes.
             var old = Optional((batch.before, batch.operations))
             batch.before = .empty
             batch.operations = []

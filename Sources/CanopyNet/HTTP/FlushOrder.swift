@@ -2,8 +2,8 @@
 //
 // A publish to 1,000 attendees hands the loop 7.6 MB of events for 1,000 WebSockets in the pass that also answers
 // the organiser, whose publish is durable by then (`EventLoop.executeAnswer`); writing the events takes the loop
-// 8–10 ms on the 2-core machine. Written first, the answer goes out at once instead of after them. Each connection's own output stays in order,
-// and no client can tell in which order the server wrote to two different sockets.
+// 8–10 ms on the 2-core machine. Written first, the answer goes out at once instead of after them. Each
+// connection's own output stays in order, and no client can tell in which order the server wrote to two sockets.
 
 /// Connections with output to write in this pass: those that answer requests (and streams) before any WebSocket.
 struct FlushOrder<Connection> {

@@ -32,8 +32,8 @@ package struct IOEvents: Sendable {
 
 /// One thread, one epoll set. Everything registered here is touched only on the loop's thread.
 ///
-/// Thread-safe surface: ``execute(_:)``, ``executeAnswer(_:)``, ``stop()`` and ``inLoop``, through `pending`, `stopRequested`
-/// and `owner`. Everything else is loop-confined: call it from the loop thread, or from any single thread
+/// Thread-safe surface: ``execute(_:)``, ``executeAnswer(_:)``, ``stop()`` and ``inLoop``, through `pending`,
+/// `stopRequested` and `owner`. Everything else is loop-confined: call it from the loop thread, or from any single thread
 /// before ``run()`` starts (set-up) — ``assertInLoop()`` checks that in debug builds.
 ///
 /// ```swift
