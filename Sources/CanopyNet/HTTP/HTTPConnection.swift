@@ -64,6 +64,9 @@ final class HTTPConnection {
     /// Whether the connection was upgraded to a WebSocket (metrics).
     var isWebSocket: Bool { webSocket != nil }
     var isDirty = false
+    /// A WebSocket whose first output of this pass answers a request (`WebSocketConnection.sendAnswer`): flushed
+    /// with the answers, before the WebSockets that carry only events (`FlushOrder`).
+    var isAnswering = false
 
     /// The interest last registered with the loop (readable, writable), so unchanged interest costs no lookup.
     private var registeredInterest = (readable: true, writable: false)
@@ -390,6 +393,7 @@ final class HTTPConnection {
     /// Moves finished answers into the output buffer (in order) and writes. Called once per loop pass.
     func flush() {
         isDirty = false
+        isAnswering = false
         guard !isClosed else { return }
         moveAnswersToOutput()
         writeOutput()

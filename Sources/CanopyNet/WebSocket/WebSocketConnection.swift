@@ -78,6 +78,15 @@ public final class WebSocketConnection {
         }
     }
 
+    /// Sends frames that answer a request (a write's acknowledgement). When they are the connection's first output
+    /// of this loop pass, the connection is written with the pass's answers, before the WebSockets that carry only
+    /// events (`FlushOrder`): a writer waiting for its acknowledgements is not kept behind a fan-out to others.
+    public func sendAnswer(_ frames: WebSocketFrames) {
+        guard !frames.isEmpty, !isClosed, isSwitched else { return send(frames) }
+        if !connection.isClosed && !connection.isDirty { connection.isAnswering = true }
+        send(frames)
+    }
+
     /// Sends a close frame with `code` (and a short `reason`, cut to fit) and closes the connection once it
     /// is written. ``onClose`` does not fire.
     public func close(code: UInt16 = 1000, reason: String = "") {

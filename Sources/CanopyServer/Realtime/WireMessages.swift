@@ -117,11 +117,19 @@ extension WireTransport {
     func send(_ messages: WireMessages) {
         for text in messages.texts { send(text: String(decoding: text, as: UTF8.self)) }
     }
+
+    /// Transports that write no batches of their own send answers as they send anything else.
+    func sendAnswer(_ messages: WireMessages) { send(messages) }
 }
 
 extension WebSocketConnection: WireTransport {
     /// Copies the shared, ready-made frames into this connection's batched output.
     func send(_ messages: WireMessages) {
         send(messages.frames)
+    }
+
+    /// Sends a reply, written with the loop pass's answers when it is the connection's first output of the pass.
+    func sendAnswer(_ messages: WireMessages) {
+        sendAnswer(messages.frames)
     }
 }

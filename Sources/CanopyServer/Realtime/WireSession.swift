@@ -68,6 +68,8 @@ protocol WireTransport: AnyObject {
     func send(text: String)
     /// Sends messages serialized (and framed) once for many sessions; see `WireMessages`.
     func send(_ messages: WireMessages)
+    /// Sends a reply to the client's request (a WebSocket writes it with the loop pass's answers).
+    func sendAnswer(_ messages: WireMessages)
     func close(code: UInt16, reason: String)
     /// The session holds `bytes` of a message it reassembles from counted pieces; false when the transport
     /// closed for it (the server's memory for incoming messages is spent).
@@ -597,7 +599,7 @@ final class WireSession {
         bytes += Self.replyData
         JSONValue.string(message).write(into: &bytes)
         bytes += Array("}}}".utf8)
-        sendMessage(bytes)
+        send(WireMessages(texts: [bytes]), answering: true)
     }
 
     /// The fixed parts of a reply, `{"t":"d","d":{"r":` <n> `,"b":{"s":` <status> `,"d":` <message> `}}}`.
@@ -608,7 +610,9 @@ final class WireSession {
 
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
         guard let r else { return }
-        send(Wire.response(r, status, data))
+        var bytes: [UInt8] = []
+        Wire.response(r, status, data).write(into: &bytes)
+        send(WireMessages(texts: [bytes]), answering: true)
     }
 
     private func push(_ action: String, _ body: JSONValue) {
@@ -631,14 +635,15 @@ final class WireSession {
     /// The fan-out calls this without retaining the session (see `WireListen`). A transport may end the session
     /// while sending (a long poll's outbox overflows), which can release it: nothing may touch `self` after the
     /// send.
-    func send(_ messages: WireMessages) {
+    /// - Parameter answering: the messages reply to the client's request (`WireTransport.sendAnswer`).
+    func send(_ messages: WireMessages, answering: Bool = false) {
         guard !machine.isClosed else { return }
         if isWebSocket {
             metrics.wireMessagesSent &+= messages.texts.count
         } else {
             metrics.longPollMessagesSent &+= messages.texts.count
         }
-        socket.send(messages)
+        if answering { socket.sendAnswer(messages) } else { socket.send(messages) }
     }
 
     /// Sends one serialized message.
