@@ -377,10 +377,10 @@ public final class Namespace {
             // Often the last reference to the tree before a publish (10,000 attendees' old content). This runs
             // before the pass writes the publish's events (`EventLoop.executeAnswer`): freed here, it would hold
             // them back by as long as the walk takes.
-            var old = Optional((batch.before, batch.operations))
+            let old = (batch.before, batch.operations)
             batch.before = .empty
             batch.operations = []
-            if let taken = old.take() { BackgroundRelease.release(taken) }
+            BackgroundRelease.release(old)
         }
         if !ok {
             needsReload = true

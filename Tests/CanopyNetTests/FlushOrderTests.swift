@@ -6,13 +6,13 @@ import Testing
 @Suite struct FlushOrderTests {
     @Test func answersAreWrittenBeforeWebSocketsMarkedEarlier() {
         var order = FlushOrder<String>()
-        order.append("ws1", isWebSocket: true)
-        order.append("rest1", isWebSocket: false)
-        order.append("ws2", isWebSocket: true)
-        order.append("sse", isWebSocket: false)
+        order.append("ws1", isAnswering: false)
+        order.append("rest1", isAnswering: true)
+        order.append("ws2", isAnswering: false)
+        order.append("sse", isAnswering: true)
         #expect(order.nextBatch() == ["rest1", "sse"])
         // An answer made while the first batch was written (a pipelined request) still goes before the WebSockets.
-        order.append("rest2", isWebSocket: false)
+        order.append("rest2", isAnswering: true)
         #expect(order.nextBatch() == ["rest2"])
         #expect(!order.isEmpty)
         #expect(order.nextBatch() == ["ws1", "ws2"])

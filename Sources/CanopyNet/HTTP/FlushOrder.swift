@@ -5,24 +5,25 @@
 // 8–10 ms on the 2-core machine. Written first, the answer goes out at once instead of after them. Each
 // connection's own output stays in order, and no client can tell in which order the server wrote to two sockets.
 
-/// Connections with output to write in this pass: those that answer requests (and streams) before any WebSocket.
+/// Connections with output to write in this pass: those that answer requests (HTTP answers and streams, and
+/// WebSockets whose first output of the pass is a reply) before WebSockets that carry events.
 struct FlushOrder<Connection> {
     private var answers: [Connection] = []
-    private var webSockets: [Connection] = []
+    private var events: [Connection] = []
 
-    var isEmpty: Bool { answers.isEmpty && webSockets.isEmpty }
+    var isEmpty: Bool { answers.isEmpty && events.isEmpty }
 
     /// Adds a connection (once per pass: the caller keeps a dirty flag).
-    mutating func append(_ connection: Connection, isWebSocket: Bool) {
-        if isWebSocket { webSockets.append(connection) } else { answers.append(connection) }
+    mutating func append(_ connection: Connection, isAnswering: Bool) {
+        if isAnswering { answers.append(connection) } else { events.append(connection) }
     }
 
     /// The connections to write next: every answering connection added so far, or when there is none, every
-    /// WebSocket. Flushing may add more (pipelined requests answered at once); ask again until `isEmpty`.
+    /// other one. Flushing may add more (pipelined requests answered at once); ask again until `isEmpty`.
     mutating func nextBatch() -> [Connection] {
         if answers.isEmpty {
-            defer { webSockets.removeAll(keepingCapacity: true) }
-            return webSockets
+            defer { events.removeAll(keepingCapacity: true) }
+            return events
         }
         defer { answers.removeAll(keepingCapacity: true) }
         return answers

@@ -65,7 +65,7 @@ final class HTTPConnection {
     var isWebSocket: Bool { webSocket != nil }
     var isDirty = false
     /// A WebSocket whose first output of this pass answers a request (`WebSocketConnection.sendAnswer`): flushed
-    /// with the answers, before the WebSockets that carry only events (`FlushOrder`).
+    /// with the answers, before the WebSockets that carry events (`FlushOrder`).
     var isAnswering = false
 
     /// The interest last registered with the loop (readable, writable), so unchanged interest costs no lookup.

@@ -155,7 +155,7 @@ public final class HTTPServer {
     func markDirty(_ connection: HTTPConnection) {
         guard !connection.isDirty else { return }
         connection.isDirty = true
-        dirty.append(connection, isWebSocket: connection.isWebSocket && !connection.isAnswering)
+        dirty.append(connection, isAnswering: !connection.isWebSocket || connection.isAnswering)
     }
 
     func connectionClosed(_ connection: HTTPConnection) {

@@ -599,7 +599,7 @@ final class WireSession {
         bytes += Self.replyData
         JSONValue.string(message).write(into: &bytes)
         bytes += Array("}}}".utf8)
-        send(WireMessages(texts: [bytes]), answering: true)
+        sendMessage(bytes, answering: true)
     }
 
     /// The fixed parts of a reply, `{"t":"d","d":{"r":` <n> `,"b":{"s":` <status> `,"d":` <message> `}}}`.
@@ -610,19 +610,17 @@ final class WireSession {
 
     private func reply(_ r: Int64?, _ status: String, _ data: JSONValue) {
         guard let r else { return }
-        var bytes: [UInt8] = []
-        Wire.response(r, status, data).write(into: &bytes)
-        send(WireMessages(texts: [bytes]), answering: true)
+        send(Wire.response(r, status, data), answering: true)
     }
 
     private func push(_ action: String, _ body: JSONValue) {
         send(Wire.push(action, body))
     }
 
-    private func send(_ message: JSONValue) {
+    private func send(_ message: JSONValue, answering: Bool = false) {
         var bytes: [UInt8] = []
         message.write(into: &bytes)
-        sendMessage(bytes)
+        sendMessage(bytes, answering: answering)
     }
 
     /// Pushes precomputed `d` messages (from `WireMessages.dataMessagePrefixes`), closed with this listen's tag.
@@ -647,8 +645,8 @@ final class WireSession {
     }
 
     /// Sends one serialized message.
-    private func sendMessage(_ message: [UInt8]) {
-        send(WireMessages(texts: [message]))
+    private func sendMessage(_ message: [UInt8], answering: Bool = false) {
+        send(WireMessages(texts: [message]), answering: answering)
     }
 
     static func sessionID() -> String { RandomToken.alphanumeric(32) }
