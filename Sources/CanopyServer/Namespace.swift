@@ -154,7 +154,10 @@ public final class Namespace {
         let writes = authorized.writes
         // The mutations go straight into the open batch (no array per write on the hot path).
         if authorized.rowsByWriter, !writes.isEmpty {
-            let rows = PublishRows(paths: writes.map(\.path), before: old, after: newRoot)
+            // Rows made early hold for the tree they were made on only (a rebased action lands on a newer one).
+            let early = authorized.built.early.flatMap { $0.before === old ? $0 : nil }
+            if early == nil { authorized.built.early?.stop() }
+            let rows = PublishRows(paths: writes.map(\.path), before: old, after: newRoot, early: early)
             if store != nil, !isHoldingBatches {
                 return commitAlone(authorized, rows)
             }
@@ -510,6 +513,17 @@ public final class Namespace {
             oldNode = oldNode.child(key)
             newNode = newNode.child(key)
         }
+        return mutations(at: region, old: oldNode, new: newNode)
+    }
+
+    /// The store mutations of a write whose new node at `path` is `written`, where its region is its path: no
+    /// ancestor was a leaf, and none is emptied that has a row of its own (see `EarlyPublishRows`, which checks).
+    static func mutations(for path: Path, before: Node, written: Node) -> [StoreMutation] {
+        mutations(at: path, old: before.node(at: path), new: written)
+    }
+
+    /// The mutations that turn the rows of `old` at `region` into those of `new`.
+    private static func mutations(at region: Path, old oldNode: Node, new newNode: Node) -> [StoreMutation] {
         // Nothing differs at the region, so nothing differs at all (values compare as Firebase compares them:
         // rewriting 1 as 1.0 stores nothing). This also keeps an unchanged large region from being rewritten.
         if oldNode == newNode { return [] }
@@ -555,26 +569,34 @@ public final class Namespace {
                 out.append(.deleteRow(path: path))
             }
         }
-        let a = old.children
-        let b = new.children
-        var i = a.startIndex
-        var j = b.startIndex
-        while i < a.endIndex || j < b.endIndex {
-            let order = i == a.endIndex ? 1 : j == b.endIndex ? -1 : compareKeys(a[i].key, b[j].key)
-            if order < 0 {
-                path.append(a[i].key)
+        // Two iterators, not indices: an index into a long list descends its tree at every access, and each
+        // access copies the child out again (a publish's rows spent half their time there).
+        var olds = old.children.makeIterator()
+        var news = new.children.makeIterator()
+        var a = olds.next()
+        var b = news.next()
+        while true {
+            let order: Int
+            switch (a, b) {
+            case (nil, nil): return
+            case (nil, _): order = 1
+            case (_, nil): order = -1
+            case (let x?, let y?): order = compareKeys(x.key, y.key)
+            }
+            if order < 0, let x = a {
+                path.append(x.key)
                 // A leaf is one row (its priority included); a subtree is a range.
-                out.append(a[i].node.isLeaf ? .deleteRow(path: path) : .deleteSubtree(path: path))
-                i += 1
-            } else if order > 0 {
-                path.append(b[j].key)
-                insert(b[j].node)
-                j += 1
-            } else {
-                path.append(b[j].key)
-                appendDifference(from: a[i].node, to: b[j].node, at: &path, into: &out)
-                i += 1
-                j += 1
+                out.append(x.node.isLeaf ? .deleteRow(path: path) : .deleteSubtree(path: path))
+                a = olds.next()
+            } else if order > 0, let y = b {
+                path.append(y.key)
+                insert(y.node)
+                b = news.next()
+            } else if let x = a, let y = b {
+                path.append(y.key)
+                appendDifference(from: x.node, to: y.node, at: &path, into: &out)
+                a = olds.next()
+                b = news.next()
             }
             path.removeLast()
         }

@@ -150,7 +150,8 @@ extension Namespace {
         let back = LoopHeld((self, completion), loop: loop)
         offLoop {
             let result = Result { () throws(WriteError) -> BuiltWrite in
-                let built = try WriteBuilder.build(operation, root: root, now: now, publisher: publisher, items: items)
+                let built = try WriteBuilder.build(
+                    operation, root: root, now: now, publisher: publisher, items: items, makesRowsEarly: true)
                 // Hashes are cached per node: the ETags the answer and a conditional retry need are computed here.
                 _ = root.node(at: PublishLayout.pendingContent).etag
                 _ = built.newRoot.node(at: PublishLayout.pendingContent).etag
@@ -227,6 +228,10 @@ extension Namespace {
         rebases: Int = 0, computed: Result<BuiltWrite, WriteError>, from old: Node,
         version: UInt64, decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
+        if case .success(let built) = computed, self.version != version || condition?.holds(in: old) == false {
+            // Not committed on `old`, which its rows are made for: they are not needed.
+            built.early?.stop()
+        }
         guard self.version == version else {
             // Written meanwhile, but nowhere the engine reads: the same writes hold for the tree as it is now, and
             // only the new tree is made again (a publish must not fail because attendees are busy).

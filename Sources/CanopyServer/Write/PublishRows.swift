@@ -5,15 +5,30 @@
 // writer makes them piece by piece instead, the next piece on another core while it writes the one before (see
 // `StoreRowSource`). Each piece is a pure function of the trees before and after the action, both immutable: the
 // loop goes on with newer trees meanwhile.
+//
+// Most rows can be made earlier still (`EarlyPublishRows`): as soon as the writes are known, from the tree before
+// and the written nodes alone, while the compute thread makes the new tree and the loop commits it. The writer
+// then finds them made (Architecture.md#Rows-made-before-the-commit).
 
 import CanopyCore
 import CanopyStore
+import Dispatch
+import Synchronization
 
 /// The rows of the writes at `paths` that turn `before` into `after`, in write order.
 struct PublishRows: StoreRowSource {
     let paths: [Path]
     let before: Node
     let after: Node
+    /// Rows made from `before` while the new tree was made, when `early.before` is `before`; nil otherwise.
+    let early: EarlyPublishRows?
+
+    init(paths: [Path], before: Node, after: Node, early: EarlyPublishRows? = nil) {
+        self.paths = paths
+        self.before = before
+        self.after = after
+        self.early = early
+    }
 
     /// Writes per piece: small enough that the writer soon has rows to write, large enough that handing a piece
     /// to another core costs little beside it.
@@ -25,6 +40,7 @@ struct PublishRows: StoreRowSource {
     var estimatedRowCount: Int { paths.count * 2 }
 
     func rows(ofPiece piece: Int) -> [StoreMutation] {
+        if let early, let rows = early.take(piece) { return rows }
         let start = piece * Self.pathsPerPiece
         var out: [StoreMutation] = []
         for path in paths[start..<min(paths.count, start + Self.pathsPerPiece)] {
@@ -37,5 +53,130 @@ struct PublishRows: StoreRowSource {
     /// (no file yet, or a reload under way), which the writer cannot take yet.
     func all() -> [StoreMutation] {
         Array(0..<pieceCount).parallelMap(minimumPerChunk: 1) { rows(ofPiece: $0) }.flatMap { $0 }
+    }
+}
+
+/// The rows of an admin action's writes, made from the tree before it and the written nodes alone, before the new
+/// tree exists: on another core, from the moment the writes are known, while the compute thread makes the new
+/// tree and the loop commits it. `PublishRows` takes them from here. Thread-safe.
+///
+/// For most writes the rows need nothing of the new tree: the paths are disjoint, so the new node at a path is the
+/// written node, and `Namespace.mutations` compares it with the old one there. The new tree matters only where the
+/// region of a write moves up from its path (see `Namespace.mutations`), and the piece holding such a write is
+/// left to `PublishRows`, which has the new tree (`isMadeEarly` false):
+/// - a `.priority` write, which rewrites its parent;
+/// - an ancestor that was a leaf (it becomes an object holding every write below it);
+/// - a delete with an ancestor that has a priority (if the ancestor becomes empty, its priority row goes too; with
+///   no priority, an ancestor emptied by deletes holds no row but those the deletes remove).
+final class EarlyPublishRows: Sendable {
+    private enum Piece {
+        case unclaimed
+        case making
+        case made([StoreMutation])
+        /// Taken, or left to `PublishRows` (not made early).
+        case gone
+    }
+
+    /// The tree the rows are made against: they hold only for a commit on this very tree.
+    let before: Node
+    // Two arrays, not the writes' tuples, which Swift cannot see are Sendable.
+    private let paths: [Path]
+    private let nodes: [Node]
+    private let pieces: Mutex<[Piece]>
+    /// One per piece, entered while the piece is being made: what a taker waits on.
+    private let making: [DispatchGroup]
+
+    /// Starts making the rows of `writes` against `before` on a global queue thread.
+    static func start(writes: [(path: Path, node: Node)], before: Node) -> EarlyPublishRows {
+        let early = EarlyPublishRows(writes: writes, before: before)
+        DispatchQueue.global(qos: .userInitiated).async { early.makeAll() }
+        return early
+    }
+
+    /// Makes nothing by itself; call `makeAll` (or `start`) for that.
+    init(writes: [(path: Path, node: Node)], before: Node) {
+        self.before = before
+        paths = writes.map(\.path)
+        nodes = writes.map(\.node)
+        let count = (writes.count + PublishRows.pathsPerPiece - 1) / PublishRows.pathsPerPiece
+        pieces = Mutex(Array(repeating: .unclaimed, count: count))
+        making = (0..<count).map { _ in DispatchGroup() }
+    }
+
+    /// Makes the unclaimed pieces in order until none is left (or `stop` was called).
+    func makeAll() {
+        while let piece = claim() { finish(piece, make(piece)) }
+    }
+
+    /// Makes no more pieces: the action is not committed on `before` after all.
+    func stop() {
+        pieces.withLock { pieces in
+            for index in pieces.indices { if case .unclaimed = pieces[index] { pieces[index] = .gone } }
+        }
+    }
+
+    /// Piece `piece`'s rows, handed over (asked again, nil): made here when nobody has started it, waited for when
+    /// it is being made. Nil when the piece cannot be made without the new tree.
+    func take(_ piece: Int) -> [StoreMutation]? {
+        while true {
+            enum Next { case rows([StoreMutation]?), make, wait }
+            let next: Next = pieces.withLock { pieces in
+                guard pieces.indices.contains(piece) else { return .rows(nil) }
+                switch pieces[piece] {
+                case .made(let rows):
+                    pieces[piece] = .gone
+                    return .rows(rows)
+                case .gone: return .rows(nil)
+                case .unclaimed:
+                    pieces[piece] = .gone
+                    return .make
+                case .making: return .wait
+                }
+            }
+            switch next {
+            case .rows(let rows): return rows
+            case .make: return make(piece)
+            case .wait: making[piece].wait()
+            }
+        }
+    }
+
+    /// Whether piece `piece` holds only writes whose rows need nothing of the new tree; for tests.
+    func isMadeEarly(_ piece: Int) -> Bool { make(piece) != nil }
+
+    private func claim() -> Int? {
+        pieces.withLock { pieces in
+            guard let index = pieces.firstIndex(where: { if case .unclaimed = $0 { true } else { false } }) else {
+                return nil
+            }
+            pieces[index] = .making
+            making[index].enter()  // before the lock is released: a taker that sees `.making` waits for it
+            return index
+        }
+    }
+
+    private func finish(_ piece: Int, _ rows: [StoreMutation]?) {
+        pieces.withLock { $0[piece] = rows.map(Piece.made) ?? .gone }
+        making[piece].leave()
+    }
+
+    /// The rows of piece `piece`, or nil when one of its writes needs the new tree.
+    private func make(_ piece: Int) -> [StoreMutation]? {
+        let start = piece * PublishRows.pathsPerPiece
+        var out: [StoreMutation] = []
+        for index in start..<min(paths.count, start + PublishRows.pathsPerPiece) {
+            let path = paths[index]
+            let node = nodes[index]
+            guard path.lastKey != ".priority" else { return nil }
+            var ancestor = before
+            for key in path.segments {
+                if ancestor.isLeaf || (node.isEmpty && ancestor.priority != nil) { return nil }
+                ancestor = ancestor.child(key)
+                if ancestor.isEmpty { break }
+            }
+            // `node` is the new tree's node at `path`, and no region moves up: the rows of `Namespace.mutations`.
+            out += Namespace.mutations(for: path, before: before, written: node)
+        }
+        return out
     }
 }

@@ -19,10 +19,13 @@ final class BuiltWrite {
     let mergeBase: Path?
     /// See `WriteReceipt.resolved`.
     let resolved: JSONValue
+    /// The store rows of `writes`, being made against the tree they were built on (admin actions built off the
+    /// loop); nil when the writer makes them all.
+    let early: EarlyPublishRows?
 
     init(
         writes: [(path: Path, node: Node)], newRoot: Node, access: AccessOperation, path: Path, mergeBase: Path?,
-        resolved: JSONValue
+        resolved: JSONValue, early: EarlyPublishRows? = nil
     ) {
         self.writes = writes
         self.newRoot = newRoot
@@ -30,6 +33,7 @@ final class BuiltWrite {
         self.path = path
         self.mergeBase = mergeBase
         self.resolved = resolved
+        self.early = early
     }
 }
 
@@ -37,8 +41,11 @@ final class BuiltWrite {
 enum WriteBuilder {
     /// The writes of `operation` against `root`; `publisher` names who publishes (publish history); `items`, the
     /// namespace's parsed items of its last publish (see `ParsedItems`).
+    /// - Parameter makesRowsEarly: for an admin action, start making its store rows on another core as soon as its
+    ///   writes are known, while the new tree is made (`EarlyPublishRows`).
     static func build(
-        _ operation: WriteOperation, root: Node, now: Int64, publisher: String?, items: ParsedItems? = nil
+        _ operation: WriteOperation, root: Node, now: Int64, publisher: String?, items: ParsedItems? = nil,
+        makesRowsEarly: Bool = false
     ) throws(WriteError) -> BuiltWrite {
         switch operation {
         case .set(let path, let data):
@@ -81,9 +88,10 @@ enum WriteBuilder {
             } catch {
                 throw .publish(error)
             }
+            let early = makesRowsEarly && !writes.isEmpty ? EarlyPublishRows.start(writes: writes, before: root) : nil
             return BuiltWrite(
                 writes: writes, newRoot: Namespace.applying(writes, to: root), access: .admin(action.name),
-                path: .root, mergeBase: nil, resolved: .null)
+                path: .root, mergeBase: nil, resolved: .null, early: early)
         }
     }
 
