@@ -193,4 +193,32 @@ import Testing
         // the full computation with itself.
         #expect(incremental > 120 * 40 / 3, "incremental publishes: \(incremental)")
     }
+
+    /// `PublishEngine.inKeyOrder` gives the keys in Firebase key order whether they are in the tree, new to it or
+    /// gone from it: integer-like keys first by value, then strings by code unit.
+    @Test func keysToCompareComeInKeyOrder() {
+        var random = SplitMix64(seed: 11)
+        for round in 0..<40 {
+            let pool = (0..<300).map { i -> String in
+                switch i % 4 {
+                case 0: String(i * 7 % 1000)
+                case 1: "-\(i)"
+                case 2: "u\(i * 13 % 997)"
+                default: "k\(i)\u{E9}"
+                }
+            }
+            var tree: [String] = []
+            var keys = Set<JSONKey>()
+            for key in pool {
+                let inTree = random.next(below: 4) != 0
+                if inTree { tree.append(key) }
+                // Most of the tree's ids, and some that are not in it.
+                if random.next(below: 5) != 0 || !inTree { if round % 3 != 0 || inTree { keys.insert(JSONKey(key)) } }
+            }
+            tree.sort { compareKeys($0, $1) < 0 }
+            let walked = tree.map { PublishMemo.Walked(key: $0, node: .empty, vouched: false) }
+            let expected = keys.sorted { compareKeys($0.string, $1.string) < 0 }.map(\.string)
+            #expect(PublishEngine.inKeyOrder(keys, treeOrder: walked).map(\.string) == expected, "round \(round)")
+        }
+    }
 }
