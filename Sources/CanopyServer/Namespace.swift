@@ -516,10 +516,11 @@ public final class Namespace {
         return mutations(at: region, old: oldNode, new: newNode)
     }
 
-    /// The store mutations of a write whose new node at `path` is `written`, where its region is its path: no
-    /// ancestor was a leaf, and none is emptied that has a row of its own (see `EarlyPublishRows`, which checks).
-    static func mutations(for path: Path, before: Node, written: Node) -> [StoreMutation] {
-        mutations(at: path, old: before.node(at: path), new: written)
+    /// The store mutations of a write whose new node at `path` is `written` and whose old node there is `old`,
+    /// where its region is its path: no ancestor was a leaf, and none is emptied that has a row of its own (see
+    /// `EarlyPublishRows`, which checks).
+    static func mutations(at path: Path, old: Node, written: Node) -> [StoreMutation] {
+        mutations(at: path, old: old, new: written)
     }
 
     /// The mutations that turn the rows of `old` at `region` into those of `new`.

@@ -164,18 +164,28 @@ final class EarlyPublishRows: Sendable {
     private func make(_ piece: Int) -> [StoreMutation]? {
         let start = piece * PublishRows.pathsPerPiece
         var out: [StoreMutation] = []
+        // The old nodes along the previous path (`chain[d]` at its first d keys): the writes come in key order,
+        // so the next path shares a prefix with it (`private/adminable/users`, often the user too), which is not
+        // looked up again.
+        var chain: [Node] = [before]
+        var previous: [String] = []
         for index in start..<min(paths.count, start + PublishRows.pathsPerPiece) {
-            let path = paths[index]
+            let segments = paths[index].segments
             let node = nodes[index]
-            guard path.lastKey != ".priority" else { return nil }
-            var ancestor = before
-            for key in path.segments {
-                if ancestor.isLeaf || (node.isEmpty && ancestor.priority != nil) { return nil }
-                ancestor = ancestor.child(key)
-                if ancestor.isEmpty { break }
+            guard segments.last != ".priority" else { return nil }
+            var shared = 0
+            while shared < previous.count, shared < segments.count, sameKey(previous[shared], segments[shared]) {
+                shared += 1
             }
-            // `node` is the new tree's node at `path`, and no region moves up: the rows of `Namespace.mutations`.
-            out += Namespace.mutations(for: path, before: before, written: node)
+            chain.removeSubrange((shared + 1)...)
+            for key in segments[shared...] { chain.append(chain[chain.count - 1].child(key)) }
+            previous = segments
+            for ancestor in chain.dropLast() {
+                if ancestor.isEmpty { break }
+                if ancestor.isLeaf || (node.isEmpty && ancestor.priority != nil) { return nil }
+            }
+            // `node` is the new tree's node at the path, and no region moves up: the rows of `Namespace.mutations`.
+            out += Namespace.mutations(at: paths[index], old: chain[segments.count], written: node)
         }
         return out
     }
