@@ -102,6 +102,10 @@ extension Node {
             return c != 0 ? c < 0 : a < b
         }
         var childUpdates: [(key: String, node: Node)] = []
+        // Many children written at once (a publish's thousands of attendees under one parent): the groups come in
+        // key order, so the children are found by walking them alongside instead of one search each.
+        var walk: NodeChildren.Iterator? = order.count * 16 >= entries.count ? entries.makeIterator() : nil
+        var walked = walk?.next()
         var start = 0
         while start < order.count {
             let key = updates[order[start]].segments.first!
@@ -111,7 +115,14 @@ extension Node {
             if sameKey(key, Key.priority) {
                 childUpdates.append((key, group.last!.node))
             } else {
-                childUpdates.append((key, child(key).merging(group)))
+                let old: Node
+                if walk != nil {
+                    while let current = walked, compareKeys(current.key, key) < 0 { walked = walk!.next() }
+                    old = walked.map { sameKey($0.key, key) ? $0.node : .empty } ?? .empty
+                } else {
+                    old = child(key)
+                }
+                childUpdates.append((key, old.merging(group)))
             }
             start = end
         }

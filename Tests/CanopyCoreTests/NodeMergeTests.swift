@@ -101,4 +101,35 @@ import Testing
             tree = expected
         }
     }
+
+    /// Many children written at once under a long list (found by walking the children, not one search each): new,
+    /// replaced and removed children, integer-like keys and names, in the order `compareKeys` gives them.
+    @Test func denseMergesIntoALongListMatchSequentialWrites() {
+        var rng = SeededGenerator(seed: 7)
+        var names: [String] = []
+        for i in 0..<3_000 {
+            switch i % 3 {
+            case 0: names.append(String(i))
+            case 1: names.append("n\(i)")
+            default: names.append("-\(i)")
+            }
+        }
+        var initial: [(key: String, node: Node)] = []
+        for (i, name) in names.enumerated() where i % 2 == 0 { initial.append((name, Node(leaf: .int(Int64(i))))) }
+        var tree = Node.empty.updatingChildren(initial)
+        for round in 0..<20 {
+            var updates: [(path: Path, node: Node)] = []
+            var chosen = Set<String>()
+            for _ in 0..<Int.random(in: 200...600, using: &rng) {
+                let name = names.randomElement(using: &rng)!
+                guard chosen.insert(name).inserted else { continue }
+                let value: Node = Int.random(in: 0..<4, using: &rng) == 0 ? .empty : Node(leaf: .int(Int64(round)))
+                let deeper = Bool.random(using: &rng)
+                updates.append((Path(segments: deeper ? [name, "x"] : [name]), value))
+            }
+            let expected = sequential(tree, updates)
+            #expect(tree.merging(updates) == expected, "round \(round)")
+            tree = expected
+        }
+    }
 }
