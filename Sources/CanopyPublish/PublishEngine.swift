@@ -191,8 +191,9 @@ public enum PublishEngine {
             let keys = inKeyOrder(consider, treeOrder: walked)
             // Each location's comparison is a pure function of immutable nodes: a full publish's thousands run on
             // every core, and their writes are appended in key order below.
-            let compared = keys.parallelMap(minimumPerChunk: 512) { key -> (equal: Bool, writes: [(path: Path, node: Node)]) in
-                let old = existing.child(key.string).child(PublishLayout.contentKey)
+            let compared = keys.parallelMap(minimumPerChunk: 512) { entry -> (equal: Bool, writes: [(path: Path, node: Node)]) in
+                let key = entry.key
+                let old = (entry.stored ?? existing.child(key.string)).child(PublishLayout.contentKey)
                 let new = buckets[key.string] ?? [:]
                 var writes: [(path: Path, node: Node)] = []
                 // No writes exactly when `old` holds `new` already (`differs` is false): one pass over the items,
@@ -200,7 +201,7 @@ public enum PublishEngine {
                 childWrites(at: contentPath(key.string), old: old, new: new, into: &writes)
                 return (writes.isEmpty, writes)
             }
-            for (key, (equal, writes)) in zip(keys, compared) {
+            for ((key, _), (equal, writes)) in zip(keys, compared) {
                 let id = key.string
                 while at < walked.count, compareKeys(walked[at].key, id) < 0 { at += 1 }
                 let new = buckets[id] ?? [:]
@@ -220,21 +221,26 @@ public enum PublishEngine {
         return out
     }
 
-    /// `keys` in key order. Most are among `walked`, which the tree gives in key order: those are taken in that
-    /// order, and only the others (ids new to the tree or gone from it) are sorted and merged in. Sorting all
-    /// 10,000 ids of a full publish took 3–4 ms on its critical path.
-    static func inKeyOrder(_ keys: Set<JSONKey>, treeOrder walked: [PublishMemo.Walked]) -> [JSONKey] {
-        let byKey: (JSONKey, JSONKey) -> Bool = { compareKeys($0.string, $1.string) < 0 }
-        guard keys.count > 64 else { return keys.sorted(by: byKey) }
+    /// `keys` in key order, each with the node the tree holds for it when `walked` gave it (nil: look it up, or
+    /// none). Most keys are among `walked`, which the tree gives in key order: those are taken in that order, with
+    /// their nodes, and only the others (ids new to the tree or gone from it) are sorted and merged in. Sorting all
+    /// 10,000 ids of a full publish took 3–4 ms on its critical path, and looking each one up again 2–3.
+    static func inKeyOrder(_ keys: Set<JSONKey>, treeOrder walked: [PublishMemo.Walked])
+        -> [(key: JSONKey, stored: Node?)]
+    {
+        let byKey: ((key: JSONKey, stored: Node?), (key: JSONKey, stored: Node?)) -> Bool = {
+            compareKeys($0.key.string, $1.key.string) < 0
+        }
+        guard keys.count > 64 else { return keys.map { ($0, nil) }.sorted(by: byKey) }
         var others = keys
-        var inTree: [JSONKey] = []
+        var inTree: [(key: JSONKey, stored: Node?)] = []
         inTree.reserveCapacity(keys.count)
         for entry in walked {
-            if let key = others.remove(JSONKey(entry.key)) { inTree.append(key) }
+            if let key = others.remove(JSONKey(entry.key)) { inTree.append((key, entry.node)) }
         }
         if others.isEmpty { return inTree }
-        let rest = others.sorted(by: byKey)
-        var merged: [JSONKey] = []
+        let rest = others.map { (key: $0, stored: Node?.none) }.sorted(by: byKey)
+        var merged: [(key: JSONKey, stored: Node?)] = []
         merged.reserveCapacity(keys.count)
         var i = 0
         var j = 0

@@ -216,9 +216,16 @@ import Testing
                 if random.next(below: 5) != 0 || !inTree { if round % 3 != 0 || inTree { keys.insert(JSONKey(key)) } }
             }
             tree.sort { compareKeys($0, $1) < 0 }
-            let walked = tree.map { PublishMemo.Walked(key: $0, node: .empty, vouched: false) }
+            let walked = tree.map { PublishMemo.Walked(key: $0, node: Node(leaf: .string($0)), vouched: false) }
             let expected = keys.sorted { compareKeys($0.string, $1.string) < 0 }.map(\.string)
-            #expect(PublishEngine.inKeyOrder(keys, treeOrder: walked).map(\.string) == expected, "round \(round)")
+            let ordered = PublishEngine.inKeyOrder(keys, treeOrder: walked)
+            #expect(ordered.map(\.key.string) == expected, "round \(round)")
+            // A node given is the tree's own for that key; keys the tree lacks have none.
+            let inTree = Set(tree)
+            for (key, stored) in ordered {
+                if let stored { #expect(stored.value == .string(key.string)) }
+                if !inTree.contains(key.string) { #expect(stored == nil) }
+            }
         }
     }
 }
