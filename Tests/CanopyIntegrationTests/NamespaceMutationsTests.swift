@@ -58,12 +58,26 @@ import Testing
         if let error = failure.withLock({ $0 }) { throw error }
     }
 
-    @Test func randomWritesReadBackAsTheTreeInMemory() throws {
+    /// A store in a fresh directory; `remove()` closes it and deletes the directory.
+    private struct TemporaryStore {
         let directory = NSTemporaryDirectory() + "canopy-mutations-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try NamespaceStore(path: directory + "/ns.sqlite")
-        defer { store.flushAndClose() }
+        let store: NamespaceStore
+
+        init() throws {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            store = try NamespaceStore(path: directory + "/ns.sqlite")
+        }
+
+        func remove() {
+            store.flushAndClose()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    @Test func randomWritesReadBackAsTheTreeInMemory() throws {
+        let temporary = try TemporaryStore()
+        defer { temporary.remove() }
+        let store = temporary.store
         var rng = SplitMix64(seed: 2026)
         var root = Node.empty
         var sawRowWrites = false
@@ -161,11 +175,9 @@ import Testing
     /// random actions of several disjoint writes (deletes, `.priority` writes, writes below leaves and below nodes
     /// with priorities among them), each piece made early where it can be and by `PublishRows` where not.
     @Test func rowsMadeBeforeTheNewTreeReadBackAsIt() throws {
-        let directory = NSTemporaryDirectory() + "canopy-early-rows-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try NamespaceStore(path: directory + "/ns.sqlite")
-        defer { store.flushAndClose() }
+        let temporary = try TemporaryStore()
+        defer { temporary.remove() }
+        let store = temporary.store
         var rng = SplitMix64(seed: 7)
         var root = Node.empty
         var madeEarly = 0
@@ -224,11 +236,9 @@ import Testing
     /// write below a leaf (the leaf's row goes), a delete that empties a node with a priority (its priority row
     /// goes), a `.priority` write (its parent is rewritten).
     @Test func writesWhoseRowsNeedTheNewTreeAreNotMadeEarly() throws {
-        let directory = NSTemporaryDirectory() + "canopy-early-rows-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try NamespaceStore(path: directory + "/ns.sqlite")
-        defer { store.flushAndClose() }
+        let temporary = try TemporaryStore()
+        defer { temporary.remove() }
+        let store = temporary.store
         let start = try Node.from(json: [
             "leaf": 5, "kept": ["x": 1], "ranked": [".priority": "p", "only": 1], "plain": ["only": 1, "other": 2],
         ])
