@@ -27,8 +27,11 @@ public final class NamespaceRegistry {
     let pool: StorePool
     /// The daemon's counters (`/.canopy/metrics`); every namespace counts its writes here.
     let metrics = ServerMetrics()
+    /// The nice value added to the threads that compute publishes (`computePool`, `EarlyPublishRows`): their CPU
+    /// work yields the cores to the event loop.
+    static let computeNiceness: Int32 = 10
     /// The thread that computes publishes (CPU work that must not stall the loop, nor take a store thread).
-    let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: 10)
+    let computePool = StorePool(threads: 1, name: "canopy.compute", niceness: NamespaceRegistry.computeNiceness)
     /// Namespaces whose tree is being loaded, with the requests waiting for it.
     var loading: [String: Loading] = [:]
     /// Early reads running (RESTEarlyRead).

@@ -123,6 +123,18 @@ public final class StorePool: Sendable {
 
     /// Raises the calling thread's nice value (its kernel thread ID read from /proc/thread-self, as Glibc's
     /// `gettid` is not visible to Swift here).
+    /// Runs `body` once on a thread of its own named `name`, with `niceness` added to its nice value: one-off CPU work
+    /// that must yield the cores to the event loop, as the compute pool does. (A dispatch queue's worker cannot be
+    /// reniced back to 0 without privileges once it is done, so it is not used for this.)
+    public static func runDetached(name: String, niceness: Int32, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread {
+            if niceness != 0 { renice(by: niceness) }
+            body()
+        }
+        thread.name = name
+        thread.start()
+    }
+
     private static func renice(by niceness: Int32) {
         var buffer = [CChar](repeating: 0, count: 64)
         let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
