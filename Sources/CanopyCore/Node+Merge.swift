@@ -104,8 +104,9 @@ extension Node {
         var childUpdates: [(key: String, node: Node)] = []
         // Many children written at once (a publish's thousands of attendees under one parent): the groups come in
         // key order, so the children are found by walking them alongside instead of one search each.
-        var walk: NodeChildren.Iterator? = order.count * 16 >= entries.count ? entries.makeIterator() : nil
-        var walked = walk?.next()
+        let walks = order.count * 16 >= entries.count
+        var walk = entries.makeIterator()
+        var walked = walks ? walk.next() : nil
         var start = 0
         while start < order.count {
             let key = updates[order[start]].segments.first!
@@ -116,8 +117,8 @@ extension Node {
                 childUpdates.append((key, group.last!.node))
             } else {
                 let old: Node
-                if walk != nil {
-                    while let current = walked, compareKeys(current.key, key) < 0 { walked = walk!.next() }
+                if walks {
+                    while let current = walked, compareKeys(current.key, key) < 0 { walked = walk.next() }
                     old = walked.map { sameKey($0.key, key) ? $0.node : .empty } ?? .empty
                 } else {
                     old = child(key)

@@ -516,15 +516,10 @@ public final class Namespace {
         return mutations(at: region, old: oldNode, new: newNode)
     }
 
-    /// The store mutations of a write whose new node at `path` is `written` and whose old node there is `old`,
-    /// where its region is its path: no ancestor was a leaf, and none is emptied that has a row of its own (see
-    /// `EarlyPublishRows`, which checks).
-    static func mutations(at path: Path, old: Node, written: Node) -> [StoreMutation] {
-        mutations(at: path, old: old, new: written)
-    }
-
-    /// The mutations that turn the rows of `old` at `region` into those of `new`.
-    private static func mutations(at region: Path, old oldNode: Node, new newNode: Node) -> [StoreMutation] {
+    /// The mutations that turn the rows of `old` at `region` into those of `new`. Called directly (without the new
+    /// tree) only for a write whose region is its path: no ancestor was a leaf, and none is emptied that has a row of
+    /// its own (`EarlyPublishRows` checks).
+    static func mutations(at region: Path, old oldNode: Node, new newNode: Node) -> [StoreMutation] {
         // Nothing differs at the region, so nothing differs at all (values compare as Firebase compares them:
         // rewriting 1 as 1.0 stores nothing). This also keeps an unchanged large region from being rewritten.
         if oldNode == newNode { return [] }

@@ -55,13 +55,10 @@ public final class StorePool: Sendable {
     }
 
     private func startThread() {
-        let thread = Thread { [self] in
+        Self.runDetached(name: name, niceness: niceness) { [self] in
             members.withLock { _ = $0.insert(UInt(pthread_self())) }
-            if niceness != 0 { Self.renice(by: niceness) }
             work()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// The pool of stores opened without one (tools, tests): two threads for the life of the process.
@@ -121,8 +118,6 @@ public final class StorePool: Sendable {
         for _ in 0..<waiting { wakeup.signal() }
     }
 
-    /// Raises the calling thread's nice value (its kernel thread ID read from /proc/thread-self, as Glibc's
-    /// `gettid` is not visible to Swift here).
     /// Runs `body` once on a thread of its own named `name`, with `niceness` added to its nice value: one-off CPU work
     /// that must yield the cores to the event loop, as the compute pool does. (A dispatch queue's worker cannot be
     /// reniced back to 0 without privileges once it is done, so it is not used for this.)
@@ -135,6 +130,8 @@ public final class StorePool: Sendable {
         thread.start()
     }
 
+    /// Raises the calling thread's nice value (its kernel thread ID read from /proc/thread-self, as Glibc's
+    /// `gettid` is not visible to Swift here).
     private static func renice(by niceness: Int32) {
         var buffer = [CChar](repeating: 0, count: 64)
         let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)

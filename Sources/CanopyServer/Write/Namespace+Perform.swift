@@ -228,11 +228,9 @@ extension Namespace {
         rebases: Int = 0, computed: Result<BuiltWrite, WriteError>, from old: Node,
         version: UInt64, decision: AccessDecision, _ completion: @escaping (Result<WriteReceipt, WriteError>) -> Void
     ) {
-        if case .success(let built) = computed, self.version != version || condition?.holds(in: old) == false {
-            // Not committed on `old`, which its rows are made for: they are not needed.
-            built.early?.stop()
-        }
         guard self.version == version else {
+            // Not committed on `old`, which its rows were made for: they are not needed.
+            if case .success(let built) = computed { built.early?.stop() }
             // Written meanwhile, but nowhere the engine reads: the same writes hold for the tree as it is now, and
             // only the new tree is made again (a publish must not fail because attendees are busy).
             if case .success(let built) = computed, PublishEngine.readsSameInputs(old, root) {
@@ -246,6 +244,7 @@ extension Namespace {
             return
         }
         if let condition, !condition.holds(in: old) {
+            if case .success(let built) = computed { built.early?.stop() }
             let current = old.node(at: condition.path)
             whenDurable { _ in completion(.failure(.conditionFailed(current: current, at: condition.path))) }
             return

@@ -186,7 +186,7 @@ final class EarlyPublishRows: Sendable {
                 if ancestor.isLeaf || (node.isEmpty && ancestor.priority != nil) { return nil }
             }
             // `node` is the new tree's node at the path, and no region moves up: the rows of `Namespace.mutations`.
-            out += Namespace.mutations(at: paths[index], old: chain[segments.count], written: node)
+            out += Namespace.mutations(at: paths[index], old: chain[segments.count], new: node)
         }
         return out
     }
