@@ -35,11 +35,18 @@ extension Node {
         if let mine = cachedHash, let theirs = other.cachedHash {
             return mine == theirs
         }
+        let children = entries
+        let others = other.entries
         guard Node.sameHashText(leafValue, other.leafValue), Node.sameHashText(priorityValue, other.priorityValue),
-            entries.count == other.entries.count
+            children.count == others.count
         else { return false }
-        for (mine, theirs) in zip(entries, other.entries) {
-            guard sameKey(mine.key, theirs.key), mine.node.hasSameData(as: theirs.node) else { return false }
+        // Two packed lists alike byte for byte need no node per leaf (`PackedChildren.sameData`).
+        if let mine = children.packed, let theirs = others.packed, let same = mine.sameData(as: theirs) {
+            guard same else { return false }
+        } else {
+            for (mine, theirs) in zip(children, others) {
+                guard sameKey(mine.key, theirs.key), mine.node.hasSameData(as: theirs.node) else { return false }
+            }
         }
         adoptHash(of: other)
         other.adoptHash(of: self)

@@ -21,6 +21,12 @@
 //   `NodeChildren.setting(_:at:)`). Lists of 1 to `NodeChildren.flatLimit` children with at least one plain leaf
 //   (no priority) are packed.
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A child list packed as described in the file comment. Immutable.
 ///
 /// Two references and nothing else: `NodeChildren` holds one of these in its storage enum, and every `Node` holds a
@@ -165,6 +171,23 @@ struct PackedChildren: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether this list and `other` hold the same data, when their bytes can tell: packed alike byte for byte,
+    /// they hold the same data exactly when each child kept as a node holds the same data as its counterpart
+    /// (`Node.hasSameData`). Bytes that differ prove nothing (`1` and `1.0` are packed apart, yet hash alike): nil,
+    /// and the caller compares child by child. A publish compares thousands of stored item copies with the ones it
+    /// places, both packed from the same JSON: one `memcmp` each instead of a node made per leaf on both sides.
+    func sameData(as other: PackedChildren) -> Bool? {
+        guard bytes.count == other.bytes.count, nodes.count == other.nodes.count else { return nil }
+        let alike = bytes.withUnsafeBytes { mine in
+            other.bytes.withUnsafeBytes { theirs in
+                memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0
+            }
+        }
+        guard alike else { return nil }
+        for (mine, theirs) in zip(nodes, other.nodes) where !mine.hasSameData(as: theirs) { return false }
+        return true
     }
 
     /// Whether child `index` is named `key` (byte for byte).

@@ -278,6 +278,22 @@ import Testing
         }
     }
 
+    @Test func packedRecordsAreComparedByTheirBytesThenChildByChild() throws {
+        let json: JSONValue = ["title": "Doors", "order": 1, "live": true, "o": ["p": "two"]]
+        let a = try Node.from(json: json)
+        #expect(a.children.isPacked)
+        #expect(a.hasSameData(as: try Node.from(json: json)))
+        // Packed alike byte for byte; only the child kept as a node differs.
+        let nested = try Node.from(json: ["title": "Doors", "order": 1, "live": true, "o": ["p": "six"]])
+        #expect(nested.children.isPacked && !a.hasSameData(as: nested) && a.hash != nested.hash)
+        // Packed apart, yet the same data: 1 and 1.0 hash alike.
+        let spelled = try Node.from(json: ["title": "Doors", "order": 1.0, "live": true, "o": ["p": "two"]])
+        #expect(spelled.children.isPacked && a.hasSameData(as: spelled) && a.hash == spelled.hash)
+        // A leaf of the same length that differs.
+        let edited = try Node.from(json: ["title": "Doorz", "order": 1, "live": true, "o": ["p": "two"]])
+        #expect(!a.hasSameData(as: edited))
+    }
+
     @Test func writingARecordAgainKeepsTheStoredPackedInstance() throws {
         let stored = try Node.from(json: ["title": "Doors", "order": 1, "at": 2.5, "live": true, "o": ["p": 1]])
         #expect(stored.children.isPacked)
