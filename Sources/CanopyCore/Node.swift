@@ -150,6 +150,17 @@ public final class Node: Sendable {
         self.init(validatedLeaf: nil, priority: Node.checkedPriority(priority), entries: list)
     }
 
+    /// This node with its children packed (`PackedChildren`), as a load or a parse packs them: itself when they are
+    /// packed already or cannot be (more than `NodeChildren.flatLimit`, or no plain leaf among them). A copy the
+    /// publish engine places is then packed like the stored copy parsed from the same JSON, and the two compare by
+    /// their bytes (`PackedChildren.sameData`).
+    public func packingChildren() -> Node {
+        guard case .children(let children) = content, !children.isPacked, children.count <= NodeChildren.flatLimit,
+            let packed = PackedChildren(sorted: Array(children), limit: NodeChildren.flatLimit)
+        else { return self }
+        return Node(validatedLeaf: nil, priority: priorityValue, children: NodeChildren(packed: packed))
+    }
+
     static func checkedPriority(_ priority: JSONValue?) -> JSONValue? {
         switch priority {
         case nil, .null?: return nil

@@ -228,6 +228,9 @@ public struct NodeChildren: RandomAccessCollection, Sendable {
         }
     }
 
+    /// Wraps children already packed.
+    init(packed: PackedChildren) { self.init(storage: .packed(packed)) }
+
     /// Whether the children are packed (`PackedChildren`).
     var isPacked: Bool { packed != nil }
 

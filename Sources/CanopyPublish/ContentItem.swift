@@ -97,10 +97,13 @@ public struct ContentItem: Sendable {
         return groupIds.contains { group in attendee.groupIds.contains { sameKey($0, group) } }
     }
 
-    /// `node` without `tierIds`, `groupIds` and `attendeeIds`, and with `extra` children set (one rebuild).
+    /// `node` without `tierIds`, `groupIds` and `attendeeIds`, and with `extra` children set (one rebuild), its
+    /// children packed as a parse packs them: a stored copy parsed from the same JSON then compares with it by
+    /// bytes (`Node.packingChildren`), the largest part of comparing every derived location with what a publish
+    /// places.
     static func strippingLists(_ node: Node, setting extra: [(key: String, node: Node)] = []) -> Node {
         let updates = visibilityFields.filter { node.hasChild($0) }.map { (key: $0, node: Node.empty) } + extra
-        return node.updatingChildren(updates)
+        return node.updatingChildren(updates).packingChildren()
     }
 
     /// The `order` child as a double; nil when missing.

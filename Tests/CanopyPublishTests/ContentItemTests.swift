@@ -1,6 +1,6 @@
 // ContentItemTests -- parsing items in the shapes the seed and Firebase produce, and refusing the rest.
 
-import CanopyCore
+@testable import CanopyCore
 import CanopyPublish
 import Testing
 
@@ -59,6 +59,29 @@ import Testing
         #expect(parsed.rawData[1].copy.child("type").value == .string("web"))
         #expect(
             parsed.rawData[0].isVisible(to: Attendee(id: "1")) && !parsed.rawData[0].isVisible(to: Attendee(id: "2")))
+    }
+
+    @Test func placedCopiesArePackedAsTheirJSONParses() throws {
+        // A stored copy of a placed item is parsed from JSON, so packed: the copy a publish places compares with it
+        // by bytes only when it is packed too (`PackedChildren.sameData`).
+        let parsed = try ContentItem(
+            key: "-P",
+            node: Node.from(json: [
+                "order": 8, "type": "textCSV", "title": "Mentor", "tierIds": [101], "at": ["day": 2],
+                "rawData": [["attendeeIds": ["1"], "text": "a"]],
+            ]))
+        let copy = try Node.from(json: [
+            "order": 8, "type": "textCSV", "title": "Mentor", "at": ["day": 2],
+            "rawData": [["attendeeIds": ["1"], "text": "a"]],
+        ])
+        #expect(parsed.privateCopy.children.isPacked && parsed.privateCopy.hasSameData(as: copy))
+        let row = parsed.rawData[0].copy
+        let rowCopy = try Node.from(json: ["order": 8, "type": "text", "text": "a"])
+        #expect(row.children.isPacked && row.hasSameData(as: rowCopy))
+        // Nothing to strip: the parsed node itself.
+        let plain = try Node.from(json: ["order": 1, "title": "Doors"])
+        let unstripped = try ContentItem(key: "d", node: plain)
+        #expect(unstripped.privateCopy === plain)
     }
 
     /// (item JSON, expected error kind, field named by the error).
