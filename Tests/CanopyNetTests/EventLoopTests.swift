@@ -137,6 +137,59 @@ final class LoopThread: Sendable {
         #expect(order == ["first", "answer 1", "hook", "flush", "visible", "answer 2", "hook", "flush"])
     }
 
+    @Test func aFlushRunsTheAnswersQueuedWhileItWritesAndTheFlushHooksRunAgain() throws {
+        // A store thread makes a publish durable while a flush hook writes its events: the hook runs the answer
+        // at once, and every flush hook runs again in that pass, so what the answer wrote (perhaps for a hook that
+        // already ran) leaves in it.
+        let loop = try EventLoop(clock: ManualClock())
+        let order = Mutex<[String]>([])
+        let answered = Mutex<[Bool]>([])
+        loop.addBeforeSleepHook { order.withLock { $0.append("hook") } }
+        loop.addFlushHook { order.withLock { $0.append("flush A") } }
+        loop.addFlushHook {
+            order.withLock { $0.append("flush B") }
+            guard answered.withLock({ $0.isEmpty }) else { return }
+            let queued = DispatchSemaphore(value: 0)
+            Thread {
+                loop.executeAnswer { order.withLock { $0.append("answer") } }
+                queued.signal()
+            }.start()
+            queued.wait()
+            let ran = loop.runAnswersQueuedDuringFlush()
+            answered.withLock { $0.append(ran) }
+            // Nothing is left to run: a second look finds no answer and does not make the hooks run again.
+            answered.withLock { $0.append(loop.runAnswersQueuedDuringFlush()) }
+        }
+        loop.execute { order.withLock { $0.append("first") } }
+        loop.runPass()
+        #expect(answered.withLock { $0 } == [true, false])
+        #expect(order.withLock { $0 } == ["first", "hook", "flush A", "flush B", "answer", "flush A", "flush B"])
+    }
+
+    @Test func aFlushLeavesAnAnswerQueuedBehindAnotherTask() throws {
+        // Queued behind a task that is not an answer (the next batch becoming visible), an answer waits for the
+        // next pass, with that task before it, and the hooks do not run again.
+        let loop = try EventLoop(clock: ManualClock())
+        let order = Mutex<[String]>([])
+        let ran = Mutex<[Bool]>([])
+        loop.addFlushHook {
+            order.withLock { $0.append("flush") }
+            guard ran.withLock({ $0.isEmpty }) else { return }
+            let queued = DispatchSemaphore(value: 0)
+            Thread {
+                loop.execute { order.withLock { $0.append("visible") } }
+                loop.executeAnswer { order.withLock { $0.append("answer") } }
+                queued.signal()
+            }.start()
+            queued.wait()
+            ran.withLock { $0.append(loop.runAnswersQueuedDuringFlush()) }
+        }
+        loop.runPass()
+        loop.runPass()
+        #expect(ran.withLock { $0 } == [false])
+        #expect(order.withLock { $0 } == ["flush", "visible", "answer", "flush"])
+    }
+
     @Test func signalsReachTheHandlerOnTheLoop() throws {
         let received = Mutex<[Int32]>([])
         let runner = try LoopThread { loop in

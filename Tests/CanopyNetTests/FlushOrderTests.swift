@@ -19,4 +19,17 @@ import Testing
         #expect(order.isEmpty)
         #expect(order.nextBatch().isEmpty)
     }
+
+    @Test func answersMadeWhileEventsAreWrittenAreTakenAloneAndTheEventsStay() {
+        var order = FlushOrder<String>()
+        order.append("ws1", isAnswering: false)
+        #expect(!order.hasAnswers)
+        order.append("rest1", isAnswering: true)
+        #expect(order.hasAnswers)
+        #expect(order.takeAnswers() == ["rest1"])
+        #expect(!order.hasAnswers && !order.isEmpty)
+        #expect(order.takeAnswers().isEmpty)
+        #expect(order.nextBatch() == ["ws1"])
+        #expect(order.isEmpty)
+    }
 }

@@ -18,6 +18,16 @@ struct FlushOrder<Connection> {
         if isAnswering { answers.append(connection) } else { events.append(connection) }
     }
 
+    /// Whether an answering connection waits to be written.
+    var hasAnswers: Bool { !answers.isEmpty }
+
+    /// The answering connections added so far, leaving the others for later (answers made while a batch of events
+    /// is written go out before the rest of it).
+    mutating func takeAnswers() -> [Connection] {
+        defer { answers.removeAll(keepingCapacity: true) }
+        return answers
+    }
+
     /// The connections to write next: every answering connection added so far, or when there is none, every
     /// other one. Flushing may add more (pipelined requests answered at once); ask again until `isEmpty`.
     mutating func nextBatch() -> [Connection] {

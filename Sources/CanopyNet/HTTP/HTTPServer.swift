@@ -170,10 +170,28 @@ public final class HTTPServer {
         // output budget can make others write (a session's listens end): repeat until quiet.
         repeat {
             while !dirty.isEmpty {
-                for connection in dirty.nextBatch() { connection.flush() }
+                for (index, connection) in dirty.nextBatch().enumerated() {
+                    connection.flush()
+                    // An answer another thread queued while this pass writes (a publish made durable while its
+                    // 7.6 MB of events go out to 1,000 WebSockets) is written now, not after the rest of them.
+                    if index % Self.answerCheckInterval == Self.answerCheckInterval - 1
+                        && loop.runAnswersQueuedDuringFlush()
+                    {
+                        flushAnswers()
+                    }
+                }
             }
             enforceOutputBudget()
         } while !dirty.isEmpty
+    }
+
+    /// Connections written between two looks for answers queued meanwhile (a look takes the loop's queue lock).
+    private static let answerCheckInterval = 16
+
+    private func flushAnswers() {
+        while dirty.hasAnswers {
+            for connection in dirty.takeAnswers() { connection.flush() }
+        }
     }
 
     /// A streaming connection's unwritten output is now `bytes` (0 once it is written or the connection closed).

@@ -5,7 +5,9 @@
 //   2. fire the timers whose deadline has passed; then run the answers (`executeAnswer(_:)`) other threads queued
 //      meanwhile, when nothing else was queued before them, so they are written in this pass (see `pass`);
 //   3. run the before-sleep hooks (the server group-commits writes here), then the flush hooks (connections
-//      write the output they batched during the pass), each list in registration order;
+//      write the output they batched during the pass), each list in registration order; a flush hook that writes
+//      for long runs the answers queued meanwhile (`runAnswersQueuedDuringFlush`), and the flush hooks then run
+//      again;
 //   4. `epoll_wait` for at most the time to the next timer (0 when tasks are queued, forever when idle or when
 //      the injected clock only moves by hand: advancing a `ManualClock` wakes the loop);
 //   5. dispatch each readiness event to the handler registered for its descriptor.
@@ -85,6 +87,8 @@ public final class EventLoop: @unchecked Sendable {
     private var beforeSleepHooks: [() -> Void] = []
     private var flushHooks: [() -> Void] = []
     private var flushQueue: [() -> Void] = []
+    /// Set when a flush hook ran answers (`runAnswersQueuedDuringFlush`): the hooks run again in that pass.
+    private var answeredDuringFlush = false
     private var signalMask = sigset_t()
     private var signalHandlers: [Int32: (Int32) -> Void] = [:]
     /// Scratch buffer for socket reads; valid for the loop's lifetime.
@@ -176,6 +180,12 @@ public final class EventLoop: @unchecked Sendable {
         runLeadingAnswers()
         for hook in beforeSleepHooks { hook() }
         for hook in flushHooks { hook() }
+        // Answers a flush ran (`runAnswersQueuedDuringFlush`) may have written to connections of a hook that
+        // already ran: the hooks run again so that output leaves in this pass too.
+        while answeredDuringFlush {
+            answeredDuringFlush = false
+            for hook in flushHooks { hook() }
+        }
         while !flushQueue.isEmpty {
             let queued = flushQueue
             flushQueue.removeAll()
@@ -394,7 +404,21 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs the answers at the head of the queue (up to the first other task), once.
-    private func runLeadingAnswers() {
+    /// For a flush hook that writes for long (a fan-out's events to 1,000 WebSockets): runs the answers other
+    /// threads queued since the pass ran its tasks, under the same condition as the pass does (only answers, and
+    /// only those with nothing else queued before them), so an answer made durable meanwhile leaves with this
+    /// pass's first writes instead of after all of them. Call on the loop, from a flush hook. What the answers
+    /// write is flushed in this pass: the flush hooks run again after the last one.
+    /// - Returns: whether any answer ran.
+    package func runAnswersQueuedDuringFlush() -> Bool {
+        assertInLoop()
+        guard runLeadingAnswers() else { return false }
+        answeredDuringFlush = true
+        return true
+    }
+
+    @discardableResult
+    private func runLeadingAnswers() -> Bool {
         let answers = pending.withLock { queue -> [Task] in
             guard let end = queue.firstIndex(where: { !$0.isAnswer }) else {
                 defer { queue.removeAll(keepingCapacity: true) }
@@ -405,6 +429,7 @@ public final class EventLoop: @unchecked Sendable {
             return Array(queue[..<end])
         }
         for answer in answers { answer.work() }
+        return !answers.isEmpty
     }
 
     private func runExpiredTimers() {
