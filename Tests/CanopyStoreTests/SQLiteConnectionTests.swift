@@ -1,5 +1,6 @@
 // SQLiteConnectionTests -- the SQLite wrapper: statements, binding, errors that name SQL but not values.
 import CSQLite
+import Glibc
 import Testing
 
 @testable import CanopyStore
@@ -29,6 +30,20 @@ import Testing
         #expect(try select.step())
         #expect(select.text(at: 2) == "")
         #expect(try !select.step())
+    }
+
+    @Test func sqliteKeepsNoMemoryStatistics() async {
+        // In a process of its own, where the first open is this one: with statistics on, every allocation of
+        // SQLite takes a global mutex, and the memory in use would be counted here.
+        await #expect(processExitsWith: .success) {
+            let directory = TemporaryDirectory()
+            let connection = try SQLiteConnection(path: directory.file())
+            try connection.execute("CREATE TABLE t (k TEXT PRIMARY KEY); INSERT INTO t VALUES ('a'), ('b')")
+            var used: Int64 = 0
+            var highest: Int64 = 0
+            guard sqlite3_status64(SQLITE_STATUS_MEMORY_USED, &used, &highest, 0) == SQLITE_OK else { exit(2) }
+            exit(used == 0 && highest == 0 ? 0 : 1)
+        }
     }
 
     @Test func errorsCarryTheCodeAndSQL() throws {

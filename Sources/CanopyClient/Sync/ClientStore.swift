@@ -57,6 +57,7 @@ final class ClientStore {
     init(path: String) throws(ClientError) {
         self.path = path
         var handle: OpaquePointer?
+        _ = csqlite_disable_memory_statistics()  // before SQLite initializes, as the daemon's store does
         let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
         guard code == SQLITE_OK, let handle else {
             sqlite3_close_v2(handle)
