@@ -107,6 +107,15 @@ struct PackedChildren: Sendable {
     }
 
     /// Child `index` with its key (see `node(at:)`).
+    /// `compareKeys` of the key at `index` and the key whose UTF-8 bytes are `key`, read in place.
+    func compareKey(at index: Int, with key: UnsafeBufferPointer<UInt8>) -> Int {
+        bytes.withUnsafeBufferPointer { raw in
+            let start = Self.offset(of: index, in: raw)
+            let length = Self.load(raw, at: start, bytes: 2)
+            return compareKeyBytes(UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)]), key)
+        }
+    }
+
     func element(at index: Int) -> (key: String, node: Node) {
         (key(at: index), node(at: index))
     }
