@@ -38,7 +38,9 @@ final class CanopyCluster: @unchecked Sendable {  // safe: tests drive it from o
         self.extraArguments = extraArguments
         nats = try NATSTestCluster(count: 3, extraConfig: "max_payload: \(maxPayload)")
         self.lease = lease
-        ports = try (0..<count).map { _ in try freeLoopbackPort() }
+        // Drawn together, each held until all are chosen: drawn one by one, two nodes were once given the same port
+        // and the second failed to bind.
+        ports = try Socket.freeLoopbackPortsBelowEphemeralRange(count: count)
         let root = makeTemporaryDirectory()
         logDirectory = root
         directories = (0..<count).map { root + "/c\($0 + 1)" }
