@@ -93,6 +93,16 @@ final class LoopThread: Sendable {
         #expect(events.count > taskIndex + 1 && events[taskIndex + 1] == "hook")
     }
 
+    /// Runs `work` on a thread of its own and waits for it (a store thread queueing tasks while the loop is busy).
+    private func onAnotherThread(_ work: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            work()
+            done.signal()
+        }.start()
+        done.wait()
+    }
+
     /// Runs one pass by hand whose first task makes another thread queue `queue`'s tasks (and waits for it), then
     /// returns what ran, in order, with "hook" and "flush" marking the pass's before-sleep hooks and flushes.
     private func passWithTasksQueuedMeanwhile(
@@ -103,12 +113,7 @@ final class LoopThread: Sendable {
         loop.addBeforeSleepHook { order.withLock { $0.append("hook") } }
         loop.addFlushHook { order.withLock { $0.append("flush") } }
         loop.execute {
-            let queued = DispatchSemaphore(value: 0)
-            Thread {
-                queue(loop) { name in order.withLock { $0.append(name) } }
-                queued.signal()
-            }.start()
-            queued.wait()
+            onAnotherThread { queue(loop) { name in order.withLock { $0.append(name) } } }
             order.withLock { $0.append("first") }
         }
         loop.runPass()
@@ -149,12 +154,7 @@ final class LoopThread: Sendable {
         loop.addFlushHook {
             order.withLock { $0.append("flush B") }
             guard answered.withLock({ $0.isEmpty }) else { return }
-            let queued = DispatchSemaphore(value: 0)
-            Thread {
-                loop.executeAnswer { order.withLock { $0.append("answer") } }
-                queued.signal()
-            }.start()
-            queued.wait()
+            onAnotherThread { loop.executeAnswer { order.withLock { $0.append("answer") } } }
             let ran = loop.runAnswersQueuedDuringFlush()
             answered.withLock { $0.append(ran) }
             // Nothing is left to run: a second look finds no answer and does not make the hooks run again.
@@ -175,13 +175,10 @@ final class LoopThread: Sendable {
         loop.addFlushHook {
             order.withLock { $0.append("flush") }
             guard ran.withLock({ $0.isEmpty }) else { return }
-            let queued = DispatchSemaphore(value: 0)
-            Thread {
+            onAnotherThread {
                 loop.execute { order.withLock { $0.append("visible") } }
                 loop.executeAnswer { order.withLock { $0.append("answer") } }
-                queued.signal()
-            }.start()
-            queued.wait()
+            }
             ran.withLock { $0.append(loop.runAnswersQueuedDuringFlush()) }
         }
         loop.runPass()
