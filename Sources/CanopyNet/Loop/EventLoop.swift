@@ -403,7 +403,6 @@ public final class EventLoop: @unchecked Sendable {
         for task in tasks { task.work() }
     }
 
-    /// Runs the answers at the head of the queue (up to the first other task), once.
     /// For a flush hook that writes for long (a fan-out's events to 1,000 WebSockets): runs the answers other
     /// threads queued since the pass ran its tasks, under the same condition as the pass does (only answers, and
     /// only those with nothing else queued before them), so an answer made durable meanwhile leaves with this
@@ -417,6 +416,8 @@ public final class EventLoop: @unchecked Sendable {
         return true
     }
 
+    /// Runs the answers at the head of the queue (up to the first other task), once.
+    /// - Returns: whether any answer ran.
     @discardableResult
     private func runLeadingAnswers() -> Bool {
         let answers = pending.withLock { queue -> [Task] in
