@@ -98,24 +98,24 @@ struct PackedChildren: Sendable {
 
     /// The key of child `index`.
     func key(at index: Int) -> String {
+        withKeyBytes(at: index) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// `compareKeys` of the key at `index` and the key whose UTF-8 bytes are `key`, read in place.
+    func compareKey(at index: Int, with key: UnsafeBufferPointer<UInt8>) -> Int {
+        withKeyBytes(at: index) { compareKeyBytes($0, key) }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of child `index`'s key, where they lie.
+    private func withKeyBytes<R>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         bytes.withUnsafeBufferPointer { raw in
             let start = Self.offset(of: index, in: raw)
             let length = Self.load(raw, at: start, bytes: 2)
-            let key = UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)])
-            return String(decoding: key, as: UTF8.self)
+            return body(UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)]))
         }
     }
 
     /// Child `index` with its key (see `node(at:)`).
-    /// `compareKeys` of the key at `index` and the key whose UTF-8 bytes are `key`, read in place.
-    func compareKey(at index: Int, with key: UnsafeBufferPointer<UInt8>) -> Int {
-        bytes.withUnsafeBufferPointer { raw in
-            let start = Self.offset(of: index, in: raw)
-            let length = Self.load(raw, at: start, bytes: 2)
-            return compareKeyBytes(UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)]), key)
-        }
-    }
-
     func element(at index: Int) -> (key: String, node: Node) {
         (key(at: index), node(at: index))
     }
@@ -203,12 +203,7 @@ struct PackedChildren: Sendable {
     func hasKey(_ key: String, at index: Int) -> Bool {
         var key = key
         return key.withUTF8 { probe in
-            bytes.withUnsafeBufferPointer { raw in
-                let start = Self.offset(of: index, in: raw)
-                let length = Self.load(raw, at: start, bytes: 2)
-                return length == probe.count
-                    && UnsafeBufferPointer(rebasing: raw[(start + 2)..<(start + 2 + length)]).elementsEqual(probe)
-            }
+            withKeyBytes(at: index) { $0.count == probe.count && $0.elementsEqual(probe) }
         }
     }
 
