@@ -19,6 +19,27 @@ public enum BackgroundRelease {
         queue.async { box.drop() }
     }
 
+    /// A value held until it is handed to the release thread, for a closure that captured it: a closure cannot
+    /// `consume` what it captured, so without this the value is freed wherever the closure is.
+    public final class Handle<Value: Sendable>: @unchecked Sendable {
+        // Touched by whoever holds the handle, one thread at a time (a closure run once, on its loop).
+        private var held: Value?
+
+        public init(_ value: consuming Value) { held = value }
+
+        /// The value. Only before `release()`.
+        public var value: Value {
+            guard let held else { preconditionFailure("BackgroundRelease.Handle read after its release") }
+            return held
+        }
+
+        /// Hands the value to the release thread; later calls do nothing.
+        public func release() {
+            guard let value = held.take() else { return }
+            BackgroundRelease.release(consume value)
+        }
+    }
+
     /// A value on its way to the release thread.
     private final class Holder<Value: Sendable>: @unchecked Sendable {
         // Touched by `drop` only, once, on the release thread.

@@ -85,6 +85,12 @@ extension JSONValue {
 
     static func writeQuoted(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        writeEscaped(utf8: bytes, into: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `bytes` escaped as the inside of a JSON string literal, without the quotes.
+    static func writeEscaped(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         var runStart = 0
         var i = 0
         while i < bytes.count {
@@ -119,6 +125,17 @@ extension JSONValue {
             runStart = i
         }
         out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
+    }
+
+    /// Appends `path.description` as a JSON string literal, quotes included, without making the string.
+    public static func writeQuoted(_ path: Path, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        if path.isRoot { out.append(UInt8(ascii: "/")) }
+        for segment in path.segments {
+            out.append(UInt8(ascii: "/"))
+            var segment = segment
+            segment.withUTF8 { writeEscaped(utf8: $0, into: &out) }
+        }
         out.append(UInt8(ascii: "\""))
     }
 }

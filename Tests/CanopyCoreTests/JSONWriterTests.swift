@@ -16,6 +16,18 @@ import Testing
         (123456.789e3, "123456789"), (0.5, "0.5"), (.nan, "null"), (.infinity, "null"),
     ]
 
+    /// A path written as a JSON string, as an admin action's answer lists them, is its description quoted.
+    @Test(arguments: [
+        Path.root, Path(segments: ["a"]), Path(segments: ["private", "adminable", "users", "u1", "content"]),
+        Path(segments: ["q\"uote", "back\\slash", "tab\tnew\nline", "x\u{2028}y\u{2029}z", "\u{E9}t\u{E9}", "\u{1}\u{1F}"]),
+    ])
+    func aPathIsWrittenAsItsQuotedDescription(path: Path) {
+        var out: [UInt8] = []
+        JSONValue.writeQuoted(path, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == JSONValue.quoted(path.description))
+        #expect((try? JSONValue.parse(String(decoding: out, as: UTF8.self)))?.stringValue == path.description)
+    }
+
     @Test(arguments: numbers)
     func formatsNumbersLikeJavaScript(value: Double, text: String) {
         #expect(JSONNumberFormat.text(value) == text)

@@ -86,6 +86,32 @@ func seedFile(_ name: String) -> String {
         }
     }
 
+    /// The answer to a publish: its fields in order, each location the publish changed once, and its time.
+    @Test func aPublishAnswersWithTheLocationsItChanged() throws {
+        try withDemo(isolateGroups: false) { server, c in
+            let r = try publish(server, c)
+            #expect(r.status == 200)
+            let answer = try #require(r.json)
+            #expect(answer.members?.map(\.key) == ["ok", "action", "at", "changedLocations", "lastPublishedAt"])
+            #expect(answer["ok"] == true)
+            #expect(answer["action"] == "publish")
+            let at = try #require(answer["at"]?.int64Value)
+            #expect(answer["lastPublishedAt"]?.int64Value == at)
+            let locations = try #require(answer["changedLocations"]?.arrayValue).compactMap(\.stringValue)
+            #expect(Set(locations).count == locations.count, "each location once: \(locations)")
+            for location in ["/public/admin/content", "/private/admin/content", "/private/admin/lastPublishedAt"] {
+                #expect(locations.contains(location), "\(location) in \(locations)")
+            }
+            #expect(locations.contains { $0.hasPrefix("/private/adminable/users/") && $0.hasSuffix("/content") })
+            for location in locations { #expect((try? Path(parsing: location)) != nil, "\(location)") }
+            // Published again unchanged: only the time and the history move.
+            let again = try #require(try publish(server, c).json)
+            let moved = try #require(again["changedLocations"]?.arrayValue).compactMap(\.stringValue)
+            #expect(moved.contains("/private/admin/lastPublishedAt"))
+            #expect(!moved.contains("/public/admin/content"), "\(moved)")
+        }
+    }
+
     @Test func ifMatchRevertAndErrors() throws {
         try withDemo(isolateGroups: false) { server, c in
             let admin = [("Authorization", "Bearer \(server.admin)")]

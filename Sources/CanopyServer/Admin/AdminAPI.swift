@@ -123,18 +123,39 @@ extension RESTHandler {
             switch result {
             case .success(let receipt):
                 let pendingETag = receipt.after.node(at: PublishLayout.pendingContent).etag
+                let lastPublishedAt = receipt.after.node(at: PublishLayout.lastPublishedAt).value ?? .null
                 responder.respond(
                     .json(
-                        200,
-                        [
-                            "ok": true, "action": .string(action), "at": .int(now),
-                            "changedLocations": .array(receipt.paths.map { .string($0.description) }),
-                            "lastPublishedAt": receipt.after.node(at: PublishLayout.lastPublishedAt).value ?? .null,
-                        ], extraHeaders: [("ETag", pendingETag)]))
+                        200, body: Self.actionAnswer(action: action, at: now, receipt, lastPublishedAt: lastPublishedAt),
+                        extraHeaders: [("ETag", pendingETag)]))
             case .failure(let error):
                 responder.respond(error.httpResponse)
             }
         }
+    }
+
+    /// `{"ok":true,"action":…,"at":…,"changedLocations":[…],"lastPublishedAt":…}`, written straight to bytes: a
+    /// publish changes about 5,000 locations, and a string and a `JSONValue` for each took the loop 2 ms before it
+    /// could write the answer and the publish's events.
+    static func actionAnswer(action: String, at now: Int64, _ receipt: WriteReceipt, lastPublishedAt: JSONValue)
+        -> [UInt8]
+    {
+        var body: [UInt8] = []
+        body.append(contentsOf: #"{"ok":true,"action":"#.utf8)
+        JSONValue.writeQuoted(action, into: &body)
+        body.append(contentsOf: #","at":"#.utf8)
+        JSONValue.int(now).write(into: &body)
+        body.append(contentsOf: #","changedLocations":["#.utf8)
+        var first = true
+        receipt.forEachPath { path in
+            if !first { body.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.writeQuoted(path, into: &body)
+        }
+        body.append(contentsOf: #"],"lastPublishedAt":"#.utf8)
+        lastPublishedAt.write(into: &body)
+        body.append(UInt8(ascii: "}"))
+        return body
     }
 
     private func parseDirectory(_ body: [UInt8], required: Bool) throws -> AttendeeDirectory? {

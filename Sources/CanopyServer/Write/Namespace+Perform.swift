@@ -255,8 +255,14 @@ extension Namespace {
         case .failure(let error): return completion(.failure(error))
         }
         commit(AuthorizedWrite(built, decision: decision, rowsByWriter: true))
-        let receipt = WriteReceipt(before: old, built: built)
-        whenDurable { ok in completion(ok ? .success(receipt) : .failure(.storageFailed)) }
+        // The receipt is the last holder of the action's writes and of the rows made early (a publish: 5,000 writes,
+        // 13,000 rows). Freed by the loop once answered, they took it about 1 ms before it wrote the answer and the
+        // publish's events.
+        let receipt = BackgroundRelease.Handle(WriteReceipt(before: old, built: built))
+        whenDurable { ok in
+            completion(ok ? .success(receipt.value) : .failure(.storageFailed))
+            receipt.release()
+        }
     }
 
     /// Steps 1–4 of the pipeline (see the file header).

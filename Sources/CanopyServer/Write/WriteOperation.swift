@@ -86,6 +86,10 @@ public struct WriteReceipt: @unchecked Sendable {
     public var after: Node { built.newRoot }
     /// The locations the operation wrote, in the order it wrote them.
     public var paths: [Path] { built.writes.map(\.path) }
+    /// Calls `body` with each location the operation wrote, in order, without making the array of `paths`.
+    public func forEachPath(_ body: (Path) -> Void) {
+        for write in built.writes { body(write.path) }
+    }
     /// A set: the written value with server values resolved. An update: the object of its members, resolved.
     /// An admin action: null.
     public var resolved: JSONValue { built.resolved }
