@@ -52,9 +52,10 @@ final class ListenGroup {
     /// for every other write, absolute-path overwrites — except that consecutive changed paths with one parent at
     /// or below the location (a publish's changed items of one location) are told as one merge at that parent,
     /// and a single one as an overwrite at its own path (Architecture.md#Publishing-item-by-item).
-    func updates(of operation: CommittedOperation, before: Node, changedPaths: [Path]) -> [ListenUpdate] {
-        let old = before.node(at: path)
-        let new = operation.root.node(at: path)
+    func updates(
+        of operation: CommittedOperation, before: Node, changedPaths: [Path], locations: inout Locations
+    ) -> [ListenUpdate] {
+        let (old, new) = locations.nodes(at: path, before: before, after: operation.root)
         if old === new { return [] }
         if let query {
             let newWindow = query.window(of: new)
@@ -115,6 +116,33 @@ final class ListenGroup {
         }
         flushSiblings()
         return out
+    }
+
+    /// The nodes at a location before and after an operation, found from the parent of its parent that the last
+    /// location found shares (if both trees are the same): a batch's groups come in tree order, so consecutive ones
+    /// are mostly siblings (1,000 attendees' `content`, each under `users/<id>`), and each would otherwise search the
+    /// 10,000 children of `users` from the roots again.
+    struct Locations {
+        private var roots: (before: Node, after: Node)?
+        private var base: ArraySlice<String> = []
+        private var baseNodes = (before: Node.empty, after: Node.empty)
+
+        /// `before.node(at: path)` and `after.node(at: path)`.
+        mutating func nodes(at path: Path, before: Node, after: Node) -> (old: Node, new: Node) {
+            let segments = path.segments
+            let cut = max(0, segments.count - 2)
+            if let roots, roots.before === before, roots.after === after, base.count == cut,
+                zip(base, segments[..<cut]).allSatisfy({ sameKey($0, $1) })
+            {
+                let rest = segments[cut...]
+                return (baseNodes.before.node(at: rest), baseNodes.after.node(at: rest))
+            }
+            roots = (before, after)
+            base = segments[..<cut]
+            baseNodes = (before.node(at: base), after.node(at: base))
+            let rest = segments[cut...]
+            return (baseNodes.before.node(at: rest), baseNodes.after.node(at: rest))
+        }
     }
 
     /// SSE bytes for a list of updates (paths relative to the location, plain JSON).

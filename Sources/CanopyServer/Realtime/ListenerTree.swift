@@ -69,6 +69,40 @@ final class ListenerTree<Group: AnyObject> {
         return found
     }
 
+    /// Calls `body(group, path)` with `groups(overlapping: path)` of each of `paths` in turn. Consecutive paths that
+    /// begin with the same keys (a publish's thousands of item paths, which come in tree order) share the walk down
+    /// those keys instead of hashing each of them again.
+    func forEachGroup(overlapping paths: [Path], _ body: (Group, Path) -> Void) {
+        // walked[i]: the point after the first i keys of the path before (walked[0] is the top).
+        var walked: [Point] = [top]
+        var previous: [String] = []
+        for path in paths {
+            let segments = path.segments
+            let limit = min(previous.count, segments.count, walked.count - 1)
+            var shared = 0
+            while shared < limit, sameKey(previous[shared], segments[shared]) { shared += 1 }
+            walked.removeSubrange((shared + 1)...)
+            previous = segments
+            var complete = true
+            for key in segments[shared...] {
+                guard let next = walked[walked.count - 1].children[JSONKey(key)] else {
+                    complete = false
+                    break
+                }
+                walked.append(next)
+            }
+            for point in walked {
+                for group in point.groups { body(group, path) }
+            }
+            guard complete, let last = walked.last, !last.children.isEmpty else { continue }
+            var stack = Array(last.children.values)
+            while let next = stack.popLast() {
+                for group in next.groups { body(group, path) }
+                stack += next.children.values
+            }
+        }
+    }
+
     /// Every group (for rules changes).
     func allGroups() -> [Group] {
         var found: [Group] = []

@@ -335,27 +335,31 @@ final class RealtimeHub: RealtimeService {
         var groupOrder: [ListenGroup] = []
         var pathsByGroup: [ObjectIdentifier: [Path]] = [:]
         var previous = before
+        var locations = ListenGroup.Locations()
         for operation in operations {
             defer { previous = operation.root }
             if operation.paths.count == 1 {
                 // One path (every `p`, single-child merges): each overlapping group gets exactly that path.
                 for group in tree.groups(overlapping: operation.paths[0]) {
-                    collect(group.updates(of: operation, before: previous, changedPaths: operation.paths), for: group)
+                    collect(
+                        group.updates(
+                            of: operation, before: previous, changedPaths: operation.paths, locations: &locations),
+                        for: group)
                 }
                 continue
             }
             groupOrder.removeAll(keepingCapacity: true)
             pathsByGroup.removeAll(keepingCapacity: true)
-            for path in operation.paths {
-                for group in tree.groups(overlapping: path) {
-                    let id = ObjectIdentifier(group)
-                    if pathsByGroup[id] == nil { groupOrder.append(group) }
-                    pathsByGroup[id, default: []].append(path)
-                }
+            tree.forEachGroup(overlapping: operation.paths) { group, path in
+                let id = ObjectIdentifier(group)
+                if pathsByGroup[id] == nil { groupOrder.append(group) }
+                pathsByGroup[id, default: []].append(path)
             }
             for group in groupOrder {
                 let paths = pathsByGroup[ObjectIdentifier(group)]!
-                collect(group.updates(of: operation, before: previous, changedPaths: paths), for: group)
+                collect(
+                    group.updates(of: operation, before: previous, changedPaths: paths, locations: &locations),
+                    for: group)
             }
         }
         for group in order {
