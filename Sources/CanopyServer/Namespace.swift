@@ -37,6 +37,10 @@ public final class Namespace {
     /// operations in commit order (for the realtime fan-out, which must deliver every operation's state, not
     /// only the batch's last one).
     public var onCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
+    /// Called when an admin action's batch (a publish: thousands of locations) is handed to the store, with what
+    /// `onCommit` will be given once it is in the WAL: the fan-out is worked out while SQLite writes the batch,
+    /// instead of after, when the answer and the events wait for it.
+    var prepareCommit: ((_ before: Node, _ operations: [CommittedOperation]) -> Void)?
     /// Whether anyone is to be told of a batch as soon as it is in the WAL (`onCommit`); nil counts as yes. When
     /// nobody is, the batch is shown with its acknowledgement, after the WAL sync, and the loop is woken once per
     /// durable write instead of twice (see Architecture.md#Durability-and-when-listeners-are-told).
@@ -299,6 +303,9 @@ public final class Namespace {
                 loop.executeAnswer { bound.value?.batchCompleted(ok: ok) }
             }
         }
+        // After the hand-off: the store's writer starts first.
+        let prepares = rows != nil
+        defer { if prepares { prepareCommit?(open.before, open.operations) } }
         guard let log else { return submit() }
         // Cluster mode: the batch is first stored in the namespace's replicated log; only then is it written to
         // the local file (a cache) and shown to listeners, so nobody sees a write that a failover could lose.

@@ -270,6 +270,7 @@ public final class NamespaceRegistry {
         var options = StoreOptions(synchronous: configuration.synchronousFull ? .full : .normal)
         options.acceptsDataLoss = configuration.acceptsDataLoss(in: namespace)
         options.beforeSync = configuration.beforeWALSync
+        options.beforeCommit = configuration.beforeStoreCommit
         options.maximumPageCount = configuration.maximumPagesPerNamespace
         options.commitLatency = metrics.commitLatency
         options.syncLatency = metrics.syncLatency

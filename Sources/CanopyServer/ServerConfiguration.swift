@@ -92,6 +92,8 @@ public struct ServerConfiguration: Sendable {
     package var maximumPagesPerNamespace: Int? = nil
     /// Test hook: runs on a namespace store's sync thread before each sync of its WAL (`synchronousFull` only).
     package var beforeWALSync: (@Sendable () -> Void)? = nil
+    /// Test hook: runs on a namespace store's writer thread before each COMMIT.
+    package var beforeStoreCommit: (@Sendable () -> Void)? = nil
 
     /// Test hook: runs on the compute thread before a large request body is parsed there (to hold the parse).
     package var beforeLargeBodyParse: (@Sendable () -> Void)? = nil

@@ -39,7 +39,7 @@ public struct StoreOptions: Sendable {
     public var syncLatency: LatencyHistogram? = nil
 
     /// Test hook: called on the writer thread after a group's mutations are applied and before COMMIT.
-    var beforeCommit: (@Sendable () -> Void)? = nil
+    package var beforeCommit: (@Sendable () -> Void)? = nil
     /// Test hook: called on the sync thread before each sync of the WAL (`synchronous = .full` only).
     package var beforeSync: (@Sendable () -> Void)? = nil
 

@@ -10,12 +10,15 @@ final class ListenerTree<Group: AnyObject> {
         var children: [JSONKey: Point] = [:]
     }
     private let top = Point()
+    /// Groups inserted so far: a fan-out worked out before a batch is visible holds only if none was inserted since.
+    private(set) var insertions: UInt64 = 0
 
     /// Whether no group is left.
     var isEmpty: Bool { top.groups.isEmpty && top.children.isEmpty }
 
     /// Adds `group` at `path`.
     func insert(_ group: Group, at path: Path) {
+        insertions &+= 1
         var point = top
         for key in path.segments {
             let k = JSONKey(key)

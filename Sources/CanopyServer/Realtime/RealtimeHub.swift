@@ -9,6 +9,8 @@ final class RealtimeHub: RealtimeService {
     unowned let context: ServerContext
     let loop: EventLoop
     private var trees: [ObjectIdentifier: ListenerTree<ListenGroup>] = [:]
+    /// Per namespace, the fan-out of its last admin batch, worked out while the store writes it.
+    private var prepared: [ObjectIdentifier: PreparedFanOut] = [:]
     /// Groups by namespace, location and query, so equal subscriptions share serialization.
     private var groupsByKey: [String: ListenGroup] = [:]
     private var sessions: [ObjectIdentifier: WireSession] = [:]
@@ -55,6 +57,10 @@ final class RealtimeHub: RealtimeService {
         namespace.onCommit = { [weak self, weak namespace] before, operations in
             guard let self, let namespace else { return }
             self.committed(namespace, before: before, operations: operations)
+        }
+        namespace.prepareCommit = { [weak self, weak namespace] before, operations in
+            guard let self, let namespace else { return }
+            self.prepare(namespace, before: before, operations: operations)
         }
         namespace.hasSubscribers = { [weak self, weak namespace] in
             guard let self, let namespace else { return false }
@@ -300,7 +306,10 @@ final class RealtimeHub: RealtimeService {
         guard let tree = trees[id] else { return }
         tree.remove(group, at: group.path)
         // An empty tree goes too: the registry may forget its namespace, and the identifier be reused.
-        if tree.isEmpty { trees[id] = nil }
+        if tree.isEmpty {
+            trees[id] = nil
+            prepared[id] = nil
+        }
     }
 
     private func tree(for namespace: Namespace) -> ListenerTree<ListenGroup> {
@@ -319,8 +328,58 @@ final class RealtimeHub: RealtimeService {
 
     // MARK: - fan-out
 
+    /// A batch's updates per group, in delivery order, worked out before the batch is visible: they hold for the
+    /// listener tree as it was, so only while no group was inserted since (a group that left gets nothing sent; a
+    /// listener that joined an existing group is sent its group's updates as it would have been).
+    private struct PreparedFanOut {
+        let before: Node
+        /// The tree after the batch's last operation (it tells the batch apart from any other).
+        let after: Node
+        let tree: ListenerTree<ListenGroup>
+        let insertions: UInt64
+        let updates: [(group: ListenGroup, updates: [ListenUpdate])]
+        /// Each group's wire pushes (`WireMessages.dataMessagePrefixes`), serialized when it had wire listens then.
+        let prefixes: [[[UInt8]]?]
+    }
+
+    /// Works out the fan-out of a batch the store is about to write (`Namespace.prepareCommit`).
+    private func prepare(_ namespace: Namespace, before: Node, operations: [CommittedOperation]) {
+        let id = ObjectIdentifier(namespace)
+        guard let tree = trees[id], let last = operations.last else {
+            prepared[id] = nil
+            return
+        }
+        let updates = Self.updates(in: tree, before: before, operations: operations)
+        let prefixes = updates.map { group, list -> [[UInt8]]? in
+            group.wire.isEmpty ? nil : WireMessages.dataMessagePrefixes(list)
+        }
+        context.registry.metrics.pushSerializations &+= prefixes.reduce(0) { $0 + ($1?.count ?? 0) }
+        prepared[id] = PreparedFanOut(
+            before: before, after: last.root, tree: tree, insertions: tree.insertions, updates: updates,
+            prefixes: prefixes)
+    }
+
     private func committed(_ namespace: Namespace, before: Node, operations: [CommittedOperation]) {
-        guard let tree = trees[ObjectIdentifier(namespace)] else { return }
+        let id = ObjectIdentifier(namespace)
+        let ready = prepared.removeValue(forKey: id)
+        guard let tree = trees[id] else { return }
+        if let ready, ready.tree === tree, ready.insertions == tree.insertions, ready.before === before,
+            let last = operations.last, ready.after === last.root
+        {
+            for (index, (group, list)) in ready.updates.enumerated() {
+                deliver(list, to: group, prefixes: ready.prefixes[index])
+            }
+        } else {
+            for (group, list) in Self.updates(in: tree, before: before, operations: operations) {
+                deliver(list, to: group)
+            }
+        }
+    }
+
+    /// Each group's updates for `operations` applied to `before`, groups in the order they are first affected.
+    private static func updates(
+        in tree: ListenerTree<ListenGroup>, before: Node, operations: [CommittedOperation]
+    ) -> [(group: ListenGroup, updates: [ListenUpdate])] {
         // Every operation of the batch is delivered in commit order, each with the state right after it, so no
         // change is skipped even when one loop pass commits several writes to the same place. Each group gets only
         // the paths of an operation that overlap it (a publish touches thousands of locations).
@@ -362,14 +421,13 @@ final class RealtimeHub: RealtimeService {
                     for: group)
             }
         }
-        for group in order {
-            deliver(updatesByGroup[ObjectIdentifier(group)]!, to: group)
-        }
+        return order.map { ($0, updatesByGroup[ObjectIdentifier($0)]!) }
     }
 
     /// Sends one group's updates to its listeners: serialized once, and for wire listens framed once per tag (all
     /// untagged listens share one encoding), so each connection only copies finished frames into its output.
-    private func deliver(_ updates: [ListenUpdate], to group: ListenGroup) {
+    /// - Parameter serialized: the group's wire pushes, when they were serialized before (`prepare`).
+    private func deliver(_ updates: [ListenUpdate], to group: ListenGroup, prefixes serialized: [[UInt8]]? = nil) {
         if !group.sse.isEmpty {
             let bytes = group.sseBytes(updates)
             context.registry.metrics.pushSerializations &+= updates.count
@@ -377,8 +435,13 @@ final class RealtimeHub: RealtimeService {
             context.registry.metrics.sseMessagesSent &+= group.sse.count
         }
         guard !group.wire.isEmpty else { return }
-        let prefixes = WireMessages.dataMessagePrefixes(updates)
-        context.registry.metrics.pushSerializations &+= prefixes.count
+        let prefixes: [[UInt8]]
+        if let serialized {
+            prefixes = serialized
+        } else {
+            prefixes = WireMessages.dataMessagePrefixes(updates)
+            context.registry.metrics.pushSerializations &+= prefixes.count
+        }
         var untagged: WireMessages?
         var tagged: [Int64: WireMessages] = [:]
         for listen in group.wire {
