@@ -75,17 +75,31 @@ def test_concurrent_transactions_end_at_exact_count(app):
     counter = ref(app, "contended")
     counter.set(0)
     workers, each = 6, 10
+    # firebase-admin gives a transaction up after 25 conflicts (TransactionAbortedError), and optimistic
+    # concurrency promises no fairness: one of six contending threads lost 25 times in a row in 6 of 165 runs
+    # (2026-12-07, this build and the one before it alike, more often with the machine loaded). An app runs an
+    # aborted transaction again; what must hold is that every increment that succeeded is counted exactly once.
+    aborted = []
+    failures = []
 
     def work():
         for _ in range(each):
-            counter.transaction(lambda v: (v or 0) + 1)
+            for _attempt in range(20):
+                try:
+                    counter.transaction(lambda v: (v or 0) + 1)
+                    break
+                except db.TransactionAbortedError:
+                    aborted.append(1)
+            else:
+                failures.append("an increment was aborted 20 times")
 
     threads = [threading.Thread(target=work) for _ in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert counter.get() == workers * each
+    assert not failures
+    assert counter.get() == workers * each, f"{len(aborted)} transactions were aborted and run again"
 
 
 def test_order_by_child_limits_and_ranges(dinodb):
