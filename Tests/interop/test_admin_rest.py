@@ -76,9 +76,9 @@ def test_concurrent_transactions_end_at_exact_count(app):
     counter.set(0)
     workers, each = 6, 10
     # firebase-admin gives a transaction up after 25 conflicts (TransactionAbortedError), and optimistic
-    # concurrency promises no fairness: one of six contending threads lost 25 times in a row in 6 of 165 runs
-    # (2026-12-07, this build and the one before it alike, more often with the machine loaded). An app runs an
-    # aborted transaction again; what must hold is that every increment that succeeded is counted exactly once.
+    # concurrency promises no fairness: one of six contending threads lost 25 times in a row in 6 of 180 runs
+    # (2026-12-07, this build and the one before it alike). An app runs an aborted transaction again; what must
+    # hold is that every increment that succeeded is counted exactly once.
     aborted = []
     failures = []
 
