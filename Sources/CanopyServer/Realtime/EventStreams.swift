@@ -131,15 +131,14 @@ final class ListenGroup {
         mutating func nodes(at path: Path, before: Node, after: Node) -> (old: Node, new: Node) {
             let segments = path.segments
             let cut = max(0, segments.count - 2)
-            if let roots, roots.before === before, roots.after === after, base.count == cut,
-                zip(base, segments[..<cut]).allSatisfy({ sameKey($0, $1) })
-            {
-                let rest = segments[cut...]
-                return (baseNodes.before.node(at: rest), baseNodes.after.node(at: rest))
+            let known =
+                roots.map { $0.before === before && $0.after === after } == true && base.count == cut
+                && zip(base, segments[..<cut]).allSatisfy { sameKey($0, $1) }
+            if !known {
+                roots = (before, after)
+                base = segments[..<cut]
+                baseNodes = (before.node(at: base), after.node(at: base))
             }
-            roots = (before, after)
-            base = segments[..<cut]
-            baseNodes = (before.node(at: base), after.node(at: base))
             let rest = segments[cut...]
             return (baseNodes.before.node(at: rest), baseNodes.after.node(at: rest))
         }

@@ -56,19 +56,7 @@ final class ListenerTree<Group: AnyObject> {
     /// Costs the depth of `path` plus the size of the listen subtree under it.
     func groups(overlapping path: Path) -> [Group] {
         var found: [Group] = []
-        var point = top
-        found += point.groups
-        for key in path.segments {
-            guard let next = point.children[JSONKey(key)] else { return found }
-            point = next
-            found += point.groups
-        }
-        if point.children.isEmpty { return found }
-        var stack = Array(point.children.values)
-        while let next = stack.popLast() {
-            found += next.groups
-            stack += next.children.values
-        }
+        forEachGroup(overlapping: [path]) { group, _ in found.append(group) }
         return found
     }
 
@@ -97,23 +85,24 @@ final class ListenerTree<Group: AnyObject> {
             for point in walked {
                 for group in point.groups { body(group, path) }
             }
-            guard complete, let last = walked.last, !last.children.isEmpty else { continue }
-            var stack = Array(last.children.values)
-            while let next = stack.popLast() {
-                for group in next.groups { body(group, path) }
-                stack += next.children.values
-            }
+            guard complete, let last = walked.last else { continue }
+            Self.forEachGroup(below: last) { body($0, path) }
         }
     }
 
     /// Every group (for rules changes).
     func allGroups() -> [Group] {
-        var found: [Group] = []
-        var stack = [top]
+        var found = top.groups
+        Self.forEachGroup(below: top) { found.append($0) }
+        return found
+    }
+
+    /// Calls `body` with each group in the points below `point` (not its own).
+    private static func forEachGroup(below point: Point, _ body: (Group) -> Void) {
+        var stack = Array(point.children.values)
         while let next = stack.popLast() {
-            found += next.groups
+            for group in next.groups { body(group) }
             stack += next.children.values
         }
-        return found
     }
 }

@@ -337,9 +337,14 @@ final class RealtimeHub: RealtimeService {
         let after: Node
         let tree: ListenerTree<ListenGroup>
         let insertions: UInt64
-        let updates: [(group: ListenGroup, updates: [ListenUpdate])]
-        /// Each group's wire pushes (`WireMessages.dataMessagePrefixes`), serialized when it had wire listens then.
-        let prefixes: [[[UInt8]]?]
+        let groups: [GroupUpdates]
+    }
+
+    /// One group's updates of a batch, and its wire pushes (`WireMessages.dataMessagePrefixes`) once serialized.
+    private struct GroupUpdates {
+        let group: ListenGroup
+        let updates: [ListenUpdate]
+        var prefixes: [[UInt8]]? = nil
     }
 
     /// Works out the fan-out of a batch the store is about to write (`Namespace.prepareCommit`).
@@ -349,37 +354,35 @@ final class RealtimeHub: RealtimeService {
             prepared[id] = nil
             return
         }
-        let updates = Self.updates(in: tree, before: before, operations: operations)
-        let prefixes = updates.map { group, list -> [[UInt8]]? in
-            group.wire.isEmpty ? nil : WireMessages.dataMessagePrefixes(list)
+        var groups = Self.updates(in: tree, before: before, operations: operations)
+        for index in groups.indices where !groups[index].group.wire.isEmpty {
+            let prefixes = WireMessages.dataMessagePrefixes(groups[index].updates)
+            context.registry.metrics.pushSerializations &+= prefixes.count
+            groups[index].prefixes = prefixes
         }
-        context.registry.metrics.pushSerializations &+= prefixes.reduce(0) { $0 + ($1?.count ?? 0) }
         prepared[id] = PreparedFanOut(
-            before: before, after: last.root, tree: tree, insertions: tree.insertions, updates: updates,
-            prefixes: prefixes)
+            before: before, after: last.root, tree: tree, insertions: tree.insertions, groups: groups)
     }
 
     private func committed(_ namespace: Namespace, before: Node, operations: [CommittedOperation]) {
         let id = ObjectIdentifier(namespace)
         let ready = prepared.removeValue(forKey: id)
         guard let tree = trees[id] else { return }
+        let groups: [GroupUpdates]
         if let ready, ready.tree === tree, ready.insertions == tree.insertions, ready.before === before,
-            let last = operations.last, ready.after === last.root
+            ready.after === operations.last?.root
         {
-            for (index, (group, list)) in ready.updates.enumerated() {
-                deliver(list, to: group, prefixes: ready.prefixes[index])
-            }
+            groups = ready.groups
         } else {
-            for (group, list) in Self.updates(in: tree, before: before, operations: operations) {
-                deliver(list, to: group)
-            }
+            groups = Self.updates(in: tree, before: before, operations: operations)
         }
+        for item in groups { deliver(item.updates, to: item.group, prefixes: item.prefixes) }
     }
 
     /// Each group's updates for `operations` applied to `before`, groups in the order they are first affected.
     private static func updates(
         in tree: ListenerTree<ListenGroup>, before: Node, operations: [CommittedOperation]
-    ) -> [(group: ListenGroup, updates: [ListenUpdate])] {
+    ) -> [GroupUpdates] {
         // Every operation of the batch is delivered in commit order, each with the state right after it, so no
         // change is skipped even when one loop pass commits several writes to the same place. Each group gets only
         // the paths of an operation that overlap it (a publish touches thousands of locations).
@@ -421,7 +424,7 @@ final class RealtimeHub: RealtimeService {
                     for: group)
             }
         }
-        return order.map { ($0, updatesByGroup[ObjectIdentifier($0)]!) }
+        return order.map { GroupUpdates(group: $0, updates: updatesByGroup[ObjectIdentifier($0)]!) }
     }
 
     /// Sends one group's updates to its listeners: serialized once, and for wire listens framed once per tag (all

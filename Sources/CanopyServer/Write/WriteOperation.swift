@@ -84,9 +84,7 @@ public struct WriteReceipt: @unchecked Sendable {
 
     /// The tree after the operation.
     public var after: Node { built.newRoot }
-    /// The locations the operation wrote, in the order it wrote them.
-    public var paths: [Path] { built.writes.map(\.path) }
-    /// Calls `body` with each location the operation wrote, in order, without making the array of `paths`.
+    /// Calls `body` with each location the operation wrote, in the order it wrote them.
     public func forEachPath(_ body: (Path) -> Void) {
         for write in built.writes { body(write.path) }
     }
