@@ -15,6 +15,11 @@ import Synchronization
 extension Array where Element: Sendable {
     /// `map(transform)`, computed in contiguous chunks on up to as many threads as there are cores when there
     /// are at least `minimumPerChunk` items per chunk; in order. `transform` must be pure (it runs concurrently).
+    ///
+    /// Inlinable, so that it is specialized for its caller's types: generic, a publish's 10,051 comparisons
+    /// looked up type metadata per item and joined the chunks through a generic iterator, about 2 ms of its
+    /// critical path.
+    @inlinable
     public func parallelMap<T: Sendable>(minimumPerChunk: Int, _ transform: @Sendable (Element) -> T) -> [T] {
         let chunks = Swift.min(ParallelMap.cores, count / Swift.max(minimumPerChunk, 1))
         guard chunks > 1 else { return map(transform) }
@@ -43,22 +48,34 @@ public enum ParallelMap {
     }()
 
     /// The input, shared read-only by the chunks while `parallelMap` waits for them.
+    @usableFromInline
     struct Items<Element: Sendable>: @unchecked Sendable {
-        let items: UnsafeBufferPointer<Element>
-        init(_ items: UnsafeBufferPointer<Element>) { self.items = items }
+        @usableFromInline let items: UnsafeBufferPointer<Element>
+        @inlinable init(_ items: UnsafeBufferPointer<Element>) { self.items = items }
     }
 
     /// One slot per chunk, each written once by its chunk, read after all have finished.
+    @usableFromInline
     final class Results<T: Sendable>: Sendable {
-        private let slots: Mutex<[[T]]>
+        @usableFromInline let slots: Mutex<[[T]]>
 
-        init(chunks: Int) { slots = Mutex(Array(repeating: [], count: chunks)) }
+        @inlinable init(chunks: Int) { slots = Mutex(Array(repeating: [], count: chunks)) }
 
-        func store(_ chunk: Int, _ values: sending [T]) {
+        @inlinable func store(_ chunk: Int, _ values: sending [T]) {
             slots.withLock { $0[chunk] = values }
         }
 
-        func joined() -> [T] { slots.withLock { Array($0.joined()) } }
+        /// The chunks' values in order: the first chunk's array, taken, with the others appended.
+        @inlinable func joined() -> [T] {
+            slots.withLock { slots in
+                guard !slots.isEmpty else { return [] }
+                var out: [T] = []
+                swap(&out, &slots[0])
+                out.reserveCapacity(slots.reduce(out.count) { $0 + $1.count })
+                for index in slots.indices.dropFirst() { out.append(contentsOf: slots[index]) }
+                return out
+            }
+        }
     }
 }
 

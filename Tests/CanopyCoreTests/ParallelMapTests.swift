@@ -1,7 +1,7 @@
 // ParallelMapTests -- `parallelMap` is `map`, in order, whether or not it splits the work; a `ConcurrentPart`
 // runs beside its starter and hands back what it computed.
 
-import CanopyCore
+@testable import CanopyCore
 import Dispatch
 import Testing
 
@@ -13,6 +13,17 @@ import Testing
         // Chunks of uneven work still come back in order.
         let strings = items.map { String(repeating: "x", count: $0 % 97) }
         #expect(strings.parallelMap(minimumPerChunk: 100) { $0.count } == strings.map(\.count))
+    }
+
+    @Test func chunksJoinInTheirOrderWhateverOrderTheyFinishIn() {
+        // This machine has 2 cores, so `parallelMap` makes at most 2 chunks: 3 and more are joined here directly.
+        let results = ParallelMap.Results<String>(chunks: 4)
+        results.store(2, ["e"])
+        results.store(0, ["a", "b"])
+        results.store(3, [])
+        results.store(1, ["c", "d"])
+        #expect(results.joined() == ["a", "b", "c", "d", "e"])
+        #expect(ParallelMap.Results<Int>(chunks: 1).joined().isEmpty)
     }
 
     @Test func aConcurrentPartRunsBesideItsStarterAndReturnsItsValue() {
