@@ -161,7 +161,11 @@ public final class Namespace {
             // Rows made early hold for the tree they were made on only (a rebased action lands on a newer one).
             let early = authorized.built.early.flatMap { $0.before === old ? $0 : nil }
             if early == nil { authorized.built.early?.stop() }
-            let rows = PublishRows(paths: writes.map(\.path), before: old, after: newRoot, early: early)
+            // The paths as the early rows took them off the loop: 5,000 paths are a large allocation, and a large
+            // allocation on the loop made glibc first merge every small block freed there since the last one
+            // (`malloc_consolidate`), 0–4 ms (median about 3) between a publish's new tree and its writer's start.
+            let paths = authorized.built.early?.paths ?? writes.map(\.path)
+            let rows = PublishRows(paths: paths, before: old, after: newRoot, early: early)
             if store != nil, !isHoldingBatches {
                 return commitAlone(authorized, rows)
             }

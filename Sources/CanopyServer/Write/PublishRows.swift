@@ -80,7 +80,8 @@ final class EarlyPublishRows: Sendable {
     /// The tree the rows are made against: they hold only for a commit on this very tree.
     let before: Node
     // Two arrays, not the writes' tuples, which Swift cannot see are Sendable.
-    private let paths: [Path]
+    /// The writes' paths, in order. Made off the loop, they are also the paths the loop commits (`Namespace.commit`).
+    let paths: [Path]
     private let nodes: [Node]
     private let pieces: Mutex<[Piece]>
     /// One per piece, entered while the piece is being made: what a taker waits on.
